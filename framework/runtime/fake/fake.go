@@ -1,0 +1,678 @@
+// Package fake is an in-memory runtime.Runtime for unit tests.
+//
+// Each Runtime is independent (no package-level state) and safe for
+// concurrent use, so tests can run in parallel. It keeps containers,
+// images, networks and volumes in maps, records every call, and lets a test
+// script command results with an ExecFunc and a file tree per container for
+// CopyFrom. It is not a container engine: nothing runs, and integration
+// tests must use a real engine through package moby.
+package fake
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
+)
+
+var _ runtime.Runtime = (*Runtime)(nil)
+
+// ExecFunc scripts the outcome of Exec. It may write to opts.Stdout and
+// opts.Stderr (which the fake never leaves nil) and should honour ctx.
+type ExecFunc func(ctx context.Context, container string, opts runtime.ExecOptions) (runtime.ExecResult, error)
+
+// Container is a container held by the fake.
+type Container struct {
+	runtime.ContainerDetails
+	// Files is the container's file tree for CopyFrom: path -> content.
+	// Paths are absolute, e.g. "/var/log/pods/ns_pod/c/0.log".
+	Files map[string][]byte
+	// Stdout and Stderr are what Logs returns.
+	Stdout, Stderr []byte
+}
+
+// Call records one method call.
+type Call struct {
+	Method string
+	Args   []string
+}
+
+// Runtime is the fake. The zero value is not usable; call New.
+type Runtime struct {
+	mu         sync.Mutex
+	containers map[string]*Container // by name
+	images     map[string]runtime.Image
+	networks   map[string]runtime.Network
+	volumes    map[string]runtime.Volume
+	calls      []Call
+	exec       ExecFunc
+	closed     bool
+	nextID     int
+
+	// InfoResult is returned by Info.
+	InfoResult runtime.EngineInfo
+}
+
+// New returns an empty fake runtime.
+func New() *Runtime {
+	return &Runtime{
+		containers: map[string]*Container{},
+		images:     map[string]runtime.Image{},
+		networks:   map[string]runtime.Network{},
+		volumes:    map[string]runtime.Volume{},
+		InfoResult: runtime.EngineInfo{Endpoint: "fake://", Name: "fake", Version: "0.0.0", APIVersion: "1.41"},
+	}
+}
+
+// SetExec sets the function that decides Exec's outcome. Without one, every
+// command exits 0 and prints nothing.
+func (f *Runtime) SetExec(fn ExecFunc) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.exec = fn
+}
+
+// AddContainer adds a container; its ID defaults to its name and its state to
+// running.
+func (f *Runtime) AddContainer(c Container) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c.ID == "" {
+		c.ID = c.Name
+	}
+	if c.State.Status == "" {
+		c.State = runtime.ContainerState{Status: "running", Running: true}
+	}
+	f.containers[c.Name] = &c
+}
+
+// SetState changes a container's state, e.g. to simulate that it died.
+func (f *Runtime) SetState(name string, s runtime.ContainerState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.containers[name]; ok {
+		c.State = s
+	}
+}
+
+// AddImage adds an image under each of its RepoTags.
+func (f *Runtime) AddImage(img runtime.Image) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, t := range img.RepoTags {
+		f.images[t] = img
+	}
+}
+
+// Calls returns a copy of the calls made so far.
+func (f *Runtime) Calls() []Call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+func (f *Runtime) record(method string, args ...string) error {
+	f.calls = append(f.calls, Call{Method: method, Args: args})
+	if f.closed {
+		return fmt.Errorf("%s: runtime closed: %w", method, runtime.ErrUnavailable)
+	}
+	return nil
+}
+
+func (f *Runtime) find(nameOrID string) (*Container, error) {
+	if c, ok := f.containers[nameOrID]; ok {
+		return c, nil
+	}
+	for _, c := range f.containers {
+		if c.ID == nameOrID {
+			return c, nil
+		}
+	}
+	return nil, fmt.Errorf("container %q: %w", nameOrID, runtime.ErrNotFound)
+}
+
+func matchName(filter, name string) bool {
+	if filter == "" {
+		return true
+	}
+	if re, err := regexp.Compile(filter); err == nil {
+		return re.MatchString(name)
+	}
+	return strings.Contains(name, filter)
+}
+
+func matchLabels(want, have map[string]string) bool {
+	for k, v := range want {
+		hv, ok := have[k]
+		if !ok || (v != "" && hv != v) {
+			return false
+		}
+	}
+	return true
+}
+
+// Info returns InfoResult.
+func (f *Runtime) Info(ctx context.Context) (runtime.EngineInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("Info"); err != nil {
+		return runtime.EngineInfo{}, err
+	}
+	return f.InfoResult, ctx.Err()
+}
+
+// Close marks the fake closed; later calls fail with ErrUnavailable.
+func (f *Runtime) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	return nil
+}
+
+// ListContainers implements runtime.Containers.
+func (f *Runtime) ListContainers(_ context.Context, flt runtime.Filter) ([]runtime.Container, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("ListContainers", flt.Name); err != nil {
+		return nil, err
+	}
+	var out []runtime.Container
+	for _, c := range f.containers {
+		if !matchName(flt.Name, c.Name) || !matchLabels(flt.Labels, c.Labels) || (flt.Running && !c.State.Running) {
+			continue
+		}
+		out = append(out, runtime.Container{ID: c.ID, Name: c.Name, Image: c.Image, State: c.State.Status, Labels: maps.Clone(c.Labels)})
+	}
+	slices.SortFunc(out, func(a, b runtime.Container) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// InspectContainer implements runtime.Containers.
+func (f *Runtime) InspectContainer(_ context.Context, nameOrID string) (runtime.ContainerDetails, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("InspectContainer", nameOrID); err != nil {
+		return runtime.ContainerDetails{}, err
+	}
+	c, err := f.find(nameOrID)
+	if err != nil {
+		return runtime.ContainerDetails{}, fmt.Errorf("inspect %w", err)
+	}
+	d := c.ContainerDetails
+	d.Labels = maps.Clone(d.Labels)
+	d.Networks = maps.Clone(d.Networks)
+	d.Ports = slices.Clone(d.Ports)
+	if d.Raw == nil {
+		d.Raw = []byte(fmt.Sprintf(`{"Id":%q,"Name":"/%s"}`, d.ID, d.Name))
+	}
+	return d, nil
+}
+
+// RunContainer implements runtime.Containers.
+func (f *Runtime) RunContainer(_ context.Context, spec runtime.ContainerSpec) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("RunContainer", spec.Name, spec.Image); err != nil {
+		return "", err
+	}
+	if _, ok := f.images[spec.Image]; !ok {
+		return "", fmt.Errorf("run container %q: image %q: %w", spec.Name, spec.Image, runtime.ErrNotFound)
+	}
+	f.nextID++
+	id := fmt.Sprintf("fake%06d", f.nextID)
+	name := spec.Name
+	if name == "" {
+		name = id
+	}
+	if _, ok := f.containers[name]; ok {
+		return "", fmt.Errorf("run container %q: %w", name, runtime.ErrConflict)
+	}
+	f.containers[name] = &Container{ContainerDetails: runtime.ContainerDetails{
+		ID: id, Name: name, Image: spec.Image, Labels: maps.Clone(spec.Labels), Created: time.Now(),
+		State: runtime.ContainerState{Status: "running", Running: true, StartedAt: time.Now()},
+	}}
+	return id, nil
+}
+
+// Exec implements runtime.Containers by calling the ExecFunc.
+func (f *Runtime) Exec(ctx context.Context, nameOrID string, opts runtime.ExecOptions) (runtime.ExecResult, error) {
+	f.mu.Lock()
+	if err := f.record("Exec", append([]string{nameOrID}, opts.Cmd...)...); err != nil {
+		f.mu.Unlock()
+		return runtime.ExecResult{}, err
+	}
+	c, err := f.find(nameOrID)
+	if err == nil && !c.State.Running {
+		err = fmt.Errorf("container %q is not running: %w", nameOrID, runtime.ErrConflict)
+	}
+	fn := f.exec
+	f.mu.Unlock()
+	if err != nil {
+		return runtime.ExecResult{}, fmt.Errorf("exec %q: %w", strings.Join(opts.Cmd, " "), err)
+	}
+	if opts.Stdout == nil {
+		opts.Stdout = io.Discard
+	}
+	if opts.Stderr == nil {
+		opts.Stderr = io.Discard
+	}
+	if fn == nil {
+		return runtime.ExecResult{}, ctx.Err()
+	}
+	return fn(ctx, nameOrID, opts)
+}
+
+// CopyFrom implements runtime.Containers: a tar of the container's Files
+// under p, named relative to p's parent as the Docker API does.
+func (f *Runtime) CopyFrom(_ context.Context, nameOrID, p string) (io.ReadCloser, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("CopyFrom", nameOrID, p); err != nil {
+		return nil, err
+	}
+	c, err := f.find(nameOrID)
+	if err != nil {
+		return nil, fmt.Errorf("copy %q from %w", p, err)
+	}
+	p = path.Clean(p)
+	var names []string
+	for name := range c.Files {
+		if name == p || strings.HasPrefix(name, p+"/") {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("copy %q from container %q: %w", p, c.Name, runtime.ErrNotFound)
+	}
+	slices.Sort(names)
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	parent := path.Dir(p)
+	for _, name := range names {
+		rel := strings.TrimPrefix(strings.TrimPrefix(name, parent), "/")
+		data := c.Files[name]
+		if err := tw.WriteHeader(&tar.Header{Name: rel, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return io.NopCloser(&buf), nil
+}
+
+// CopyTo implements runtime.Containers by adding the tar's regular files to
+// the container's Files.
+func (f *Runtime) CopyTo(_ context.Context, nameOrID, dir string, content io.Reader) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("CopyTo", nameOrID, dir); err != nil {
+		return err
+	}
+	c, err := f.find(nameOrID)
+	if err != nil {
+		return fmt.Errorf("copy to %w", err)
+	}
+	if c.Files == nil {
+		c.Files = map[string][]byte{}
+	}
+	tr := tar.NewReader(content)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("copy to container %q: %w", c.Name, err)
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			return err
+		}
+		c.Files[path.Join(dir, h.Name)] = b
+	}
+}
+
+// Logs implements runtime.Containers.
+func (f *Runtime) Logs(_ context.Context, nameOrID string, stdout, stderr io.Writer) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("Logs", nameOrID); err != nil {
+		return err
+	}
+	c, err := f.find(nameOrID)
+	if err != nil {
+		return fmt.Errorf("logs of %w", err)
+	}
+	if stdout != nil {
+		if _, err := stdout.Write(c.Stdout); err != nil {
+			return err
+		}
+	}
+	if stderr != nil {
+		if _, err := stderr.Write(c.Stderr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *Runtime) stopLocked(c *Container, code int) {
+	c.State.Running = false
+	c.State.Status = "exited"
+	c.State.ExitCode = code
+	c.State.FinishedAt = time.Now()
+}
+
+// Kill implements runtime.Containers: the container exits with 128+9.
+func (f *Runtime) Kill(_ context.Context, nameOrID, signal string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("Kill", nameOrID, signal); err != nil {
+		return err
+	}
+	c, err := f.find(nameOrID)
+	if err != nil {
+		return fmt.Errorf("kill %w", err)
+	}
+	if !c.State.Running {
+		return fmt.Errorf("kill container %q: not running: %w", c.Name, runtime.ErrConflict)
+	}
+	f.stopLocked(c, 137)
+	return nil
+}
+
+// Stop implements runtime.Containers.
+func (f *Runtime) Stop(_ context.Context, nameOrID string, _ time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("Stop", nameOrID); err != nil {
+		return err
+	}
+	c, err := f.find(nameOrID)
+	if err != nil {
+		return fmt.Errorf("stop %w", err)
+	}
+	f.stopLocked(c, 0)
+	return nil
+}
+
+// Start implements runtime.Containers.
+func (f *Runtime) Start(_ context.Context, nameOrID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("Start", nameOrID); err != nil {
+		return err
+	}
+	c, err := f.find(nameOrID)
+	if err != nil {
+		return fmt.Errorf("start %w", err)
+	}
+	c.State = runtime.ContainerState{Status: "running", Running: true, StartedAt: time.Now()}
+	return nil
+}
+
+// Wait implements runtime.Containers; a running container is waited for
+// until ctx ends, since nothing in the fake ever stops by itself.
+func (f *Runtime) Wait(ctx context.Context, nameOrID string) (int, error) {
+	f.mu.Lock()
+	if err := f.record("Wait", nameOrID); err != nil {
+		f.mu.Unlock()
+		return 0, err
+	}
+	c, err := f.find(nameOrID)
+	if err != nil {
+		f.mu.Unlock()
+		return 0, fmt.Errorf("wait for %w", err)
+	}
+	running, code := c.State.Running, c.State.ExitCode
+	f.mu.Unlock()
+	if !running {
+		return code, nil
+	}
+	<-ctx.Done()
+	return 0, fmt.Errorf("wait for container %q: %w", nameOrID, ctx.Err())
+}
+
+// RemoveContainer implements runtime.Containers.
+func (f *Runtime) RemoveContainer(_ context.Context, nameOrID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("RemoveContainer", nameOrID); err != nil {
+		return err
+	}
+	c, err := f.find(nameOrID)
+	if err != nil {
+		return nil
+	}
+	delete(f.containers, c.Name)
+	return nil
+}
+
+// Commit implements runtime.Containers by adding an image tagged opts.Ref.
+func (f *Runtime) Commit(_ context.Context, nameOrID string, opts runtime.CommitOptions) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("Commit", nameOrID, opts.Ref); err != nil {
+		return "", err
+	}
+	if _, err := f.find(nameOrID); err != nil {
+		return "", fmt.Errorf("commit %w", err)
+	}
+	f.nextID++
+	id := fmt.Sprintf("sha256:fake%06d", f.nextID)
+	f.images[opts.Ref] = runtime.Image{ID: id, RepoTags: []string{opts.Ref}, Labels: maps.Clone(opts.Labels), Created: time.Now()}
+	return id, nil
+}
+
+// InspectImage implements runtime.Images.
+func (f *Runtime) InspectImage(_ context.Context, ref string) (runtime.Image, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("InspectImage", ref); err != nil {
+		return runtime.Image{}, err
+	}
+	img, ok := f.images[ref]
+	if !ok {
+		return runtime.Image{}, fmt.Errorf("inspect image %q: %w", ref, runtime.ErrNotFound)
+	}
+	return img, nil
+}
+
+// SaveImages implements runtime.Images; the archive lists the refs, one per
+// line (it is not a real docker archive).
+func (f *Runtime) SaveImages(_ context.Context, refs ...string) (io.ReadCloser, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("SaveImages", refs...); err != nil {
+		return nil, err
+	}
+	for _, r := range refs {
+		if _, ok := f.images[r]; !ok {
+			return nil, fmt.Errorf("save image %q: %w", r, runtime.ErrNotFound)
+		}
+	}
+	return io.NopCloser(strings.NewReader(strings.Join(refs, "\n"))), nil
+}
+
+// LoadImages implements runtime.Images; it accepts what SaveImages wrote.
+func (f *Runtime) LoadImages(_ context.Context, archive io.Reader) error {
+	b, err := io.ReadAll(archive)
+	if err != nil {
+		return fmt.Errorf("load images: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("LoadImages"); err != nil {
+		return err
+	}
+	for _, ref := range strings.Fields(string(b)) {
+		if _, ok := f.images[ref]; !ok {
+			f.images[ref] = runtime.Image{ID: "sha256:loaded-" + ref, RepoTags: []string{ref}}
+		}
+	}
+	return nil
+}
+
+// TagImage implements runtime.Images.
+func (f *Runtime) TagImage(_ context.Context, source, target string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("TagImage", source, target); err != nil {
+		return err
+	}
+	img, ok := f.images[source]
+	if !ok {
+		return fmt.Errorf("tag image %q: %w", source, runtime.ErrNotFound)
+	}
+	img.RepoTags = append(slices.Clone(img.RepoTags), target)
+	f.images[target] = img
+	return nil
+}
+
+// RemoveImage implements runtime.Images.
+func (f *Runtime) RemoveImage(_ context.Context, ref string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("RemoveImage", ref); err != nil {
+		return err
+	}
+	delete(f.images, ref)
+	return nil
+}
+
+// CreateNetwork implements runtime.Resources.
+func (f *Runtime) CreateNetwork(_ context.Context, name string, labels map[string]string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("CreateNetwork", name); err != nil {
+		return "", err
+	}
+	if _, ok := f.networks[name]; ok {
+		return "", fmt.Errorf("create network %q: %w", name, runtime.ErrConflict)
+	}
+	f.nextID++
+	n := runtime.Network{ID: fmt.Sprintf("net%06d", f.nextID), Name: name, Driver: "bridge", Labels: maps.Clone(labels)}
+	f.networks[name] = n
+	return n.ID, nil
+}
+
+// ListNetworks implements runtime.Resources.
+func (f *Runtime) ListNetworks(_ context.Context, flt runtime.Filter) ([]runtime.Network, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("ListNetworks", flt.Name); err != nil {
+		return nil, err
+	}
+	var out []runtime.Network
+	for _, n := range f.networks {
+		if matchName(flt.Name, n.Name) && matchLabels(flt.Labels, n.Labels) {
+			out = append(out, n)
+		}
+	}
+	slices.SortFunc(out, func(a, b runtime.Network) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// RemoveNetwork implements runtime.Resources.
+func (f *Runtime) RemoveNetwork(_ context.Context, nameOrID string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("RemoveNetwork", nameOrID); err != nil {
+		return err
+	}
+	for k, n := range f.networks {
+		if k == nameOrID || n.ID == nameOrID {
+			delete(f.networks, k)
+		}
+	}
+	return nil
+}
+
+// ConnectNetwork implements runtime.Resources.
+func (f *Runtime) ConnectNetwork(_ context.Context, network, container string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("ConnectNetwork", network, container); err != nil {
+		return err
+	}
+	c, err := f.find(container)
+	if err != nil {
+		return fmt.Errorf("connect network %q to %w", network, err)
+	}
+	if c.Networks == nil {
+		c.Networks = map[string]runtime.NetworkEndpoint{}
+	}
+	c.Networks[network] = runtime.NetworkEndpoint{}
+	return nil
+}
+
+// DisconnectNetwork implements runtime.Resources.
+func (f *Runtime) DisconnectNetwork(_ context.Context, network, container string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("DisconnectNetwork", network, container); err != nil {
+		return err
+	}
+	c, err := f.find(container)
+	if err != nil {
+		return fmt.Errorf("disconnect network %q from %w", network, err)
+	}
+	delete(c.Networks, network)
+	return nil
+}
+
+// CreateVolume implements runtime.Resources.
+func (f *Runtime) CreateVolume(_ context.Context, name string, labels map[string]string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("CreateVolume", name); err != nil {
+		return err
+	}
+	f.volumes[name] = runtime.Volume{Name: name, Driver: "local", Labels: maps.Clone(labels)}
+	return nil
+}
+
+// ListVolumes implements runtime.Resources.
+func (f *Runtime) ListVolumes(_ context.Context, flt runtime.Filter) ([]runtime.Volume, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("ListVolumes", flt.Name); err != nil {
+		return nil, err
+	}
+	var out []runtime.Volume
+	for _, v := range f.volumes {
+		if matchName(flt.Name, v.Name) && matchLabels(flt.Labels, v.Labels) {
+			out = append(out, v)
+		}
+	}
+	slices.SortFunc(out, func(a, b runtime.Volume) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// RemoveVolume implements runtime.Resources.
+func (f *Runtime) RemoveVolume(_ context.Context, name string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("RemoveVolume", name); err != nil {
+		return err
+	}
+	delete(f.volumes, name)
+	return nil
+}
