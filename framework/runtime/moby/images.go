@@ -1,0 +1,95 @@
+package moby
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/moby/moby/api/types/jsonstream"
+	"github.com/moby/moby/client"
+
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
+)
+
+// InspectImage implements runtime.Images.
+func (r *Runtime) InspectImage(ctx context.Context, ref string) (runtime.Image, error) {
+	res, err := r.c.ImageInspect(ctx, ref)
+	if err != nil {
+		return runtime.Image{}, r.wrap(err, "inspect image %q", ref)
+	}
+	img := runtime.Image{ID: res.ID, RepoTags: res.RepoTags, Size: res.Size, Created: parseTime(res.Created)}
+	if res.Config != nil {
+		img.Labels = res.Config.Labels
+	}
+	return img, nil
+}
+
+// SaveImages implements runtime.Images.
+func (r *Runtime) SaveImages(ctx context.Context, refs ...string) (io.ReadCloser, error) {
+	if len(refs) == 0 {
+		return nil, errors.New("save images: no image given")
+	}
+	res, err := r.c.ImageSave(ctx, refs)
+	if err != nil {
+		return nil, r.wrap(err, "save images %s", strings.Join(refs, ", "))
+	}
+	return res, nil
+}
+
+// LoadImages implements runtime.Images. The engine reports failures inside
+// its progress stream, so the stream is read to its end and checked.
+func (r *Runtime) LoadImages(ctx context.Context, archive io.Reader) error {
+	res, err := r.c.ImageLoad(ctx, archive, client.ImageLoadWithQuiet(true))
+	if err != nil {
+		return r.wrap(err, "load images")
+	}
+	defer res.Close()
+	return streamError(res, "load images")
+}
+
+// streamError reads a JSON message stream and returns the first error it
+// carries.
+func streamError(rd io.Reader, what string) error {
+	dec := json.NewDecoder(rd)
+	for {
+		var m struct {
+			jsonstream.Message
+			ErrorMessage string `json:"error,omitempty"`
+		}
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("%s: read engine response: %w", what, err)
+		}
+		if m.Error != nil {
+			return fmt.Errorf("%s: %s", what, m.Error.Message)
+		}
+		if m.ErrorMessage != "" {
+			return fmt.Errorf("%s: %s", what, m.ErrorMessage)
+		}
+	}
+}
+
+// TagImage implements runtime.Images.
+func (r *Runtime) TagImage(ctx context.Context, source, target string) error {
+	if _, err := r.c.ImageTag(ctx, client.ImageTagOptions{Source: source, Target: target}); err != nil {
+		return r.wrap(err, "tag image %q as %q", source, target)
+	}
+	return nil
+}
+
+// RemoveImage implements runtime.Images.
+func (r *Runtime) RemoveImage(ctx context.Context, ref string) error {
+	if _, err := r.c.ImageRemove(ctx, ref, client.ImageRemoveOptions{}); err != nil {
+		err = r.wrap(err, "remove image %q", ref)
+		if errors.Is(err, runtime.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+// Package moby implements runtime.Runtime with the Moby client
+// (github.com/moby/moby/client), so the harness works against any endpoint
+// that speaks the Docker Engine API: Docker itself, and Podman's service
+// socket ("podman system service").
+//
+// The endpoint is configured like the docker CLI: DOCKER_HOST,
+// DOCKER_API_VERSION, DOCKER_CERT_PATH and DOCKER_TLS_VERIFY, unless Config
+// says otherwise. The API version is negotiated with the engine.
+//
+// This package must not run the docker CLI, and no type of the Moby client
+// may appear in its exported API: callers see only package runtime.
+package moby
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
+)
+
+var _ runtime.Runtime = (*Runtime)(nil)
+
+// Config configures a Runtime. The zero value reads the environment.
+type Config struct {
+	// Host is the engine endpoint, e.g. unix:///run/podman/podman.sock or
+	// tcp://127.0.0.1:2375. If empty, DOCKER_HOST, then the platform default
+	// (unix:///var/run/docker.sock).
+	Host string
+	// APIVersion pins the API version. If empty, DOCKER_API_VERSION, then
+	// negotiated with the engine on first use.
+	APIVersion string
+	// ConnectTimeout bounds the check that the engine answers, made by New.
+	// If zero, 10s.
+	ConnectTimeout time.Duration
+}
+
+// Runtime talks to one engine. It is safe for concurrent use.
+type Runtime struct {
+	c    *client.Client
+	host string
+}
+
+// New connects to the engine and checks that it answers within
+// cfg.ConnectTimeout, so that a missing daemon is reported at once, with the
+// endpoint named, instead of at the first real call.
+func New(cfg Config) (*Runtime, error) {
+	opts := []client.Opt{client.FromEnv}
+	if cfg.Host != "" {
+		opts = append(opts, client.WithHost(cfg.Host))
+	}
+	if cfg.APIVersion != "" {
+		opts = append(opts, client.WithAPIVersion(cfg.APIVersion))
+	}
+	c, err := client.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("configure container engine client (DOCKER_HOST=%q): %w", os.Getenv("DOCKER_HOST"), err)
+	}
+	r := &Runtime{c: c, host: c.DaemonHost()}
+	timeout := cfg.ConnectTimeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if _, err := c.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		_ = c.Close()
+		if ctx.Err() != nil {
+			err = fmt.Errorf("no answer within %s: %w", timeout, err)
+		}
+		return nil, fmt.Errorf("connect to container engine at %s: %w: %w", r.host, runtime.ErrUnavailable, err)
+	}
+	return r, nil
+}
+
+// Endpoint returns the engine endpoint this Runtime talks to.
+func (r *Runtime) Endpoint() string { return r.host }
+
+// Close implements runtime.Runtime.
+func (r *Runtime) Close() error { return r.c.Close() }
+
+// Info implements runtime.Runtime.
+func (r *Runtime) Info(ctx context.Context) (runtime.EngineInfo, error) {
+	res, err := r.c.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		return runtime.EngineInfo{}, r.wrap(err, "get engine info")
+	}
+	v, err := r.c.ServerVersion(ctx, client.ServerVersionOptions{})
+	if err != nil {
+		return runtime.EngineInfo{}, r.wrap(err, "get engine version")
+	}
+	i := res.Info
+	rootless := false
+	for _, o := range i.SecurityOptions {
+		if o == "name=rootless" {
+			rootless = true
+		}
+	}
+	return runtime.EngineInfo{
+		Endpoint:      r.host,
+		Name:          v.Platform.Name,
+		Version:       v.Version,
+		APIVersion:    r.c.ClientVersion(),
+		OS:            i.OperatingSystem,
+		Arch:          i.Architecture,
+		StorageDriver: i.Driver,
+		CgroupVersion: i.CgroupVersion,
+		CgroupDriver:  i.CgroupDriver,
+		NCPU:          i.NCPU,
+		MemTotal:      i.MemTotal,
+		Rootless:      rootless,
+	}, nil
+}
+
+// wrap turns a client error into one that names what was being done and
+// wraps the runtime sentinel matching its class.
+func (r *Runtime) wrap(err error, format string, args ...any) error {
+	what := fmt.Sprintf(format, args...)
+	var class error
+	switch {
+	case cerrdefs.IsNotFound(err):
+		class = runtime.ErrNotFound
+	case cerrdefs.IsConflict(err) || cerrdefs.IsAlreadyExists(err):
+		class = runtime.ErrConflict
+	case client.IsErrConnectionFailed(err):
+		class = runtime.ErrUnavailable
+	}
+	if class != nil && !errors.Is(err, class) {
+		return fmt.Errorf("%s: %w: %w", what, class, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
