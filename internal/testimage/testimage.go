@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	goruntime "runtime"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -163,6 +164,15 @@ func build(ref string, busybox []byte) ([]byte, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("configure test image: %w", err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("read test image config: %w", err)
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", goruntime.GOARCH
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		return nil, fmt.Errorf("set test image platform: %w", err)
 	}
 	tag, err := name.NewTag(ref)
 	if err != nil {

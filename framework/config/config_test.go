@@ -1,0 +1,377 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const repoConfig = "../../config/e2e.yaml"
+
+func loadRepoConfig(t *testing.T) *Config {
+	t.Helper()
+	c, err := Load(repoConfig)
+	if err != nil {
+		t.Fatalf("Load(%s): %v", repoConfig, err)
+	}
+	return c
+}
+
+func TestLoadRepoConfig(t *testing.T) {
+	c := loadRepoConfig(t)
+
+	if got, want := c.Build.KubernetesVersions(), []string{"v1.36.3", "v1.37.2"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("KubernetesVersions() = %v, want %v", got, want)
+	}
+	checks := map[string][2]string{
+		"kind version":         {c.Build.Kind.Version, "v0.33.0"},
+		"crictl":               {c.Build.Crictl.String(), "sigs.k8s.io/cri-tools@v1.36.0"},
+		"kube-router":          {c.Build.KubeRouter.String(), "github.com/cloudnativelabs/kube-router/v2@v2.1.0"},
+		"cluster API":          {c.Build.ClusterAPI.Version, "v1.14.2"},
+		"haproxy":              {c.Build.LoadBalancer.Image, "kindest/haproxy:v20230606-42a2262b"},
+		"cert-manager":         {c.Build.CertManager.Version, "v1.21.2"},
+		"kustomize":            {c.Build.Kustomize.Version, "v5.7.0"},
+		"etcd v1.36.3":         {c.Build.Kubernetes[0].Etcd.Image, "registry.k8s.io/etcd:3.6.8-0"},
+		"etcd v1.37.2":         {c.Build.Kubernetes[1].Etcd.Image, "registry.k8s.io/etcd:3.7.0-0"},
+		"coredns v1.37.2":      {c.Build.Kubernetes[1].CoreDNS.Image, "registry.k8s.io/coredns/coredns:v1.14.6"},
+		"pause":                {c.Build.Kubernetes[1].Pause.Image, "registry.k8s.io/pause:3.10.2"},
+		"node image":           {c.Build.Kubernetes[0].NodeImage, "kindest/node:v1.36.3"},
+		"kubernetes version":   {c.Variables[VarKubernetesVersion], "v1.36.3"},
+		"upgrade to":           {c.Variables[VarKubernetesVersionUpgradeTo], "v1.37.2"},
+		"runtime source":       {c.Build.ContainerRuntime.Source, RuntimeFromDebian},
+		"apiserver image":      {c.Build.Kubernetes[0].ComponentImage(KubeAPIServer), "registry.k8s.io/kube-apiserver:v1.36.3"},
+		"management cluster":   {c.ManagementClusterName, "capd-e2e"},
+		"default load":         {string(c.Images[0].LoadBehavior), string(MustLoad)},
+		"provider file target": {c.Providers[0].Versions[0].Files[0].TargetName, "metadata.yaml"},
+	}
+	for name, c := range checks {
+		if c[0] != c[1] {
+			t.Errorf("%s = %q, want %q", name, c[0], c[1])
+		}
+	}
+	if got, want := c.OutputDir(), filepath.Join(filepath.Dir(c.Dir()), "out"); got != want {
+		t.Errorf("OutputDir() = %q, want %q", got, want)
+	}
+	if !strings.HasSuffix(c.Path(), filepath.Join("config", "e2e.yaml")) || !filepath.IsAbs(c.Path()) {
+		t.Errorf("Path() = %q, want an absolute path to config/e2e.yaml", c.Path())
+	}
+	if len(c.Raw()) == 0 {
+		t.Error("Raw() is empty")
+	}
+	// Every interval upstream's four specs use has a default.
+	for _, key := range []string{"wait-controllers", "wait-cluster", "wait-control-plane", "wait-worker-nodes",
+		"wait-machine-pool-nodes", "wait-delete-cluster", "wait-machine-upgrade", "wait-control-plane-upgrade",
+		"wait-machine-deployment-upgrade", "wait-machine-pool-upgrade", "wait-nodes-ready", "wait-machine-remediation"} {
+		if _, _, err := c.Intervals("quick-start", key); err != nil {
+			t.Errorf("Intervals(quick-start, %s): %v", key, err)
+		}
+	}
+}
+
+// TestValidateNamesTheField breaks one field of the repo config at a time
+// and checks the error names that field.
+func TestValidateNamesTheField(t *testing.T) {
+	tests := []struct {
+		name   string
+		break_ func(c *Config)
+		want   string
+	}{
+		{"etcd version", func(c *Config) { c.Build.Kubernetes[1].Etcd.Version = "" },
+			"build.kubernetes[1].etcd.version: required"},
+		{"etcd tag", func(c *Config) { c.Build.Kubernetes[1].Etcd.Version = "v3.7.1" },
+			`build.kubernetes[1].etcd.image: tag "3.7.0-0" does not contain the version "3.7.1"`},
+		{"coredns not semver", func(c *Config) { c.Build.Kubernetes[0].CoreDNS.Version = "1.14" },
+			`build.kubernetes[0].coreDNS.version: "1.14" is not a semantic version`},
+		{"pause tag", func(c *Config) { c.Build.Kubernetes[0].Pause.Version = "3.10" },
+			`build.kubernetes[0].pause.image: tag "3.10.2" is not the version "3.10"`},
+		{"untagged image", func(c *Config) { c.Build.LoadBalancer.Image = "kindest/haproxy" },
+			"build.loadBalancer.image: \"kindest/haproxy\" is not an image reference with a tag"},
+		{"duplicate version", func(c *Config) { c.Build.Kubernetes[1].Version = "v1.36.3" },
+			"build.kubernetes[1].version: v1.36.3 is also build.kubernetes[0]"},
+		{"management cluster", func(c *Config) { c.ManagementClusterName = "" },
+			"managementClusterName: required"},
+		{"load behavior", func(c *Config) { c.Images[2].LoadBehavior = "always" },
+			`images[2].loadBehavior: "always" is not mustLoad or tryLoad`},
+		{"interval duration", func(c *Config) { c.IntervalsByKey["default/wait-cluster"] = []string{"soon"} },
+			"intervals[default/wait-cluster]: timeout: time: invalid duration"},
+		{"interval count", func(c *Config) { c.IntervalsByKey["default/wait-cluster"] = []string{"5m", "1s", "1s"} },
+			"intervals[default/wait-cluster]: want [timeout] or [timeout, poll], got 3 values"},
+		{"interval key", func(c *Config) { c.IntervalsByKey["wait-cluster"] = []string{"5m"} },
+			"intervals[wait-cluster]: key must be <spec>/<key>"},
+		{"poll longer than timeout", func(c *Config) { c.IntervalsByKey["default/wait-cluster"] = []string{"5s", "10s"} },
+			"intervals[default/wait-cluster]: poll 10s is longer than timeout 5s"},
+		{"release marker", func(c *Config) { c.Providers[0].Versions[0].Name = "{go://sigs.k8s.io/cluster-api@v1.14}" },
+			"providers[0].versions[0].name: release marker"},
+		{"provider type", func(c *Config) { c.Providers[3].Type = "Infra" },
+			`providers[3].type: "Infra" is not a clusterctl provider type`},
+		{"no core provider", func(c *Config) { c.Providers = c.Providers[1:] },
+			"providers: exactly one CoreProvider is required, found 0"},
+		{"provider URL", func(c *Config) { c.Providers[0].Versions[0].Value = "https://example.invalid/core.yaml" },
+			"providers[0].versions[0].value: \"https://example.invalid/core.yaml\" needs the network"},
+		{"provider misses build version", func(c *Config) { c.Build.ClusterAPI.Version = "v1.14.3" },
+			"providers[0].versions: no version v1.14.3 (build.clusterAPI.version)"},
+		{"bad replacement", func(c *Config) {
+			c.Providers[0].Versions[0].Replacements = []Replacement{{Old: "("}}
+		}, "providers[0].versions[0].replacements[0].old: error parsing regexp"},
+		{"unknown rootfs", func(c *Config) { c.Build.KubeRouter.Rootfs = "tools" },
+			`build.kubeRouter.rootfs: no build.debian.rootfs is named "tools"`},
+		{"duplicate rootfs", func(c *Config) { c.Build.Debian.Rootfs[1].Name = "node" },
+			`build.debian.rootfs[1].name: duplicate rootfs "node"`},
+		{"debian runtime packages", func(c *Config) { c.Build.Debian.Rootfs[0].Packages = []string{"systemd"} },
+			`build.containerRuntime.source: "debian" needs package "containerd" in rootfs "node"`},
+		{"module runtime versions", func(c *Config) {
+			c.Build.ContainerRuntime.Source = RuntimeFromModules
+			c.Build.ContainerRuntime.Runc.Version = ""
+		}, "build.containerRuntime.runc.version: required"},
+		{"runtime source", func(c *Config) { c.Build.ContainerRuntime.Source = "apt" },
+			`build.containerRuntime.source: "apt" is not debian or modules`},
+		{"mirror", func(c *Config) { c.Build.Debian.Mirror = "deb.debian.org" },
+			`build.debian.mirror: "deb.debian.org" is not an http(s):// or file:// URL`},
+		{"preload from", func(c *Config) { c.Build.Kubernetes[0].Preload[0].From = "v1.38.0" },
+			`build.kubernetes[0].preload[0].from: no build.kubernetes entry has version "v1.38.0"`},
+		{"preload component", func(c *Config) { c.Build.Kubernetes[0].Preload[0].Components = []string{"dns"} },
+			`build.kubernetes[0].preload[0].components[0]: "dns" is not etcd, coredns or pause`},
+		{"shared pause from two sources", func(c *Config) { c.Build.Kubernetes[1].Pause.Source = "v1.37.2" },
+			`build.kubernetes[1].pause.image: image "registry.k8s.io/pause:3.10.2" is also built by build.kubernetes[0].pause.image from other inputs`},
+		{"image collision", func(c *Config) { c.Build.Kind.BaseImage = c.Build.Debian.Rootfs[0].Image },
+			"build.kind.baseImage: image \"capd-e2e/debian-node:trixie\" is also built by build.debian.rootfs[0].image"},
+		{"controller not loaded", func(c *Config) { c.Images = c.Images[1:] },
+			`images: must list build.clusterAPI.images.core ("registry.k8s.io/cluster-api/cluster-api-controller:v1.14.2")`},
+		{"variable names unbuilt version", func(c *Config) { c.Variables[VarKubernetesVersion] = "v1.35.0" },
+			`variables.KUBERNETES_VERSION: "v1.35.0" has no build.kubernetes entry`},
+		{"etcd upgrade tag", func(c *Config) { c.Variables[VarEtcdVersionUpgradeTo] = "3.6.8-0" },
+			`variables.ETCD_VERSION_UPGRADE_TO: "3.6.8-0" is not the etcd tag "3.7.0-0" of v1.37.2`},
+		{"coredns upgrade tag", func(c *Config) { c.Variables[VarCoreDNSVersionUpgradeTo] = "v1.14.2" },
+			`variables.COREDNS_VERSION_UPGRADE_TO: "v1.14.2" is not the CoreDNS tag "v1.14.6" of v1.37.2`},
+		{"kustomize", func(c *Config) { c.Build.Kustomize.Version = "" },
+			"build.kustomize.version: required"},
+		{"capd image", func(c *Config) { c.Build.ClusterAPI.Images.Docker = "" },
+			"build.clusterAPI.images.docker: required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := loadRepoConfig(t)
+			tt.break_(c)
+			err := c.Validate()
+			if err == nil {
+				t.Fatalf("Validate() = nil, want an error containing %q", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Validate() = %v\nwant it to contain %q", err, tt.want)
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) {
+				t.Errorf("Validate() error %T holds no *FieldError", err)
+			}
+		})
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	c := loadRepoConfig(t)
+	c.ManagementClusterName = ""
+	c.Build.Kubernetes[1].Etcd.Version = ""
+	c.Build.Kustomize.Version = ""
+	err := c.Validate()
+	for _, want := range []string{"managementClusterName: required", "build.kubernetes[1].etcd.version: required", "build.kustomize.version: required"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %v, want it to contain %q", err, want)
+		}
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	dir := t.TempDir()
+	repo, err := os.ReadFile(repoConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, content, want string
+	}{
+		{"empty", "  \n", "the file is empty"},
+		{"misspelt key", string(repo) + "\nbuildd: {}\n", `unknown field "buildd"`},
+		{"misspelt nested key", strings.Replace(string(repo), "kubeRouter:", "kubeRouterr:", 1), `unknown field "kubeRouterr"`},
+		{"not yaml", "build: [", "yaml"},
+		{"invalid", strings.Replace(string(repo), "suite: trixie", "suite: \"\"", 1), "build.debian.suite: required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(tt.name, " ", "-")+".yaml")
+			if err := os.WriteFile(p, []byte(tt.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(p)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Load() = %v, want an error containing %q", err, tt.want)
+			}
+			if !strings.Contains(err.Error(), p) {
+				t.Errorf("Load() = %v, want it to name the file %s", err, p)
+			}
+		})
+	}
+	if _, err := Load(filepath.Join(dir, "missing.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load(missing) = %v, want os.ErrNotExist", err)
+	}
+}
+
+// minimal is the smallest valid config: everything with a default is left
+// out.
+const minimal = `
+managementClusterName: m
+images:
+- name: example/core:v1
+- name: example/bootstrap:v1
+- name: example/cp:v1
+- name: example/capd:v1
+- name: example/cm:v1
+providers:
+- {name: cluster-api, type: CoreProvider, versions: [{name: v1.14.2, value: c.yaml, type: url}]}
+- {name: kubeadm, type: BootstrapProvider, versions: [{name: v1.14.2, value: b.yaml, type: url}]}
+- {name: kubeadm, type: ControlPlaneProvider, versions: [{name: v1.14.2, value: cp.yaml, type: url}]}
+- {name: docker, type: InfrastructureProvider, versions: [{name: v1.14.2, value: d.yaml, files: [{sourcePath: t/cluster-template.yaml}]}]}
+build:
+  debian:
+    suite: trixie
+    mirror: http://deb.debian.org/debian
+    rootfs:
+    - {name: node, image: x/node:1, packages: [containerd, runc, containernetworking-plugins]}
+    - {name: net, image: x/net:1}
+    - {name: haproxy, image: x/haproxy:1}
+  kind: {version: v0.33.0, baseImage: x/base:1}
+  crictl: {version: v1.36.0}
+  kubeRouter: {version: v2.1.0, image: x/kube-router:v2.1.0}
+  kubernetes:
+  - version: v1.36.3
+    etcd: {version: v3.6.8, image: registry.k8s.io/etcd:3.6.8-0}
+    coreDNS: {version: v1.14.2, image: registry.k8s.io/coredns/coredns:v1.14.2}
+    pause: {version: "3.10.2", image: registry.k8s.io/pause:3.10.2}
+  loadBalancer: {image: kindest/haproxy:v20230606-42a2262b}
+  clusterAPI:
+    version: v1.14.2
+    images: {core: example/core:v1, kubeadmBootstrap: example/bootstrap:v1, kubeadmControlPlane: example/cp:v1, docker: example/capd:v1}
+  certManager: {version: v1.21.2, substituteImage: example/cm:v1}
+  kustomize: {version: v5.7.0}
+`
+
+func TestDefaults(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Parse([]byte(minimal), dir)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	k := c.Build.Kubernetes[0]
+	checks := map[string][2]string{
+		"node image":        {k.NodeImage, "kindest/node:v1.36.3"},
+		"image repository":  {k.ImageRepository, DefaultImageRepository},
+		"etcd module":       {k.Etcd.Path, DefaultEtcdModule},
+		"coredns module":    {k.CoreDNS.Path, DefaultCoreDNSModule},
+		"pause source":      {k.Pause.Source, "v1.36.3"},
+		"kind module":       {c.Build.Kind.Path, DefaultKindModule},
+		"kind rootfs":       {c.Build.Kind.Rootfs, DefaultNodeRootfs},
+		"runtime":           {c.Build.ContainerRuntime.Source, RuntimeFromDebian},
+		"containerd module": {c.Build.ContainerRuntime.Containerd.Path, DefaultContainerdModule},
+		"variant":           {c.Build.Debian.Variant, DefaultDebianVariant},
+		"kube-proxy rootfs": {c.Build.KubeProxyRootfs, DefaultNetRootfs},
+		"router rootfs":     {c.Build.KubeRouter.Rootfs, DefaultNetRootfs},
+		"haproxy rootfs":    {c.Build.LoadBalancer.Rootfs, DefaultHAProxyRootfs},
+		"cert-manager":      {c.Build.CertManager.String(), DefaultCertManager + "@v1.21.2"},
+		"kustomize module":  {c.Build.Kustomize.Path, DefaultKustomizeModule},
+		"output dir":        {c.OutputDir(), filepath.Join(filepath.Dir(dir), "out")},
+		"load behavior":     {string(c.Images[0].LoadBehavior), string(MustLoad)},
+		"provider type":     {c.Providers[3].Versions[0].Type, KustomizeSource},
+		"file target":       {c.Providers[3].Versions[0].Files[0].TargetName, "cluster-template.yaml"},
+		"resolved path":     {c.ResolvePath("a/b"), filepath.Join(dir, "a", "b")},
+		"absolute path":     {c.ResolvePath("/x/../y"), "/y"},
+	}
+	for name, c := range checks {
+		if c[0] != c[1] {
+			t.Errorf("%s = %q, want %q", name, c[0], c[1])
+		}
+	}
+}
+
+func TestIntervals(t *testing.T) {
+	c := &Config{IntervalsByKey: map[string][]string{
+		"default/wait-cluster":       {"5m", "10s"},
+		"scale/wait-cluster":         {"10m", "15s"},
+		"default/wait-delete":        {"3m"},
+		"default/wait-bad":           {"soon"},
+		"default/wait-control-plane": {"1h30m", "500ms"},
+	}}
+	tests := []struct {
+		spec, key     string
+		timeout, poll time.Duration
+		err           string
+	}{
+		{spec: "quick-start", key: "wait-cluster", timeout: 5 * time.Minute, poll: 10 * time.Second},
+		{spec: "scale", key: "wait-cluster", timeout: 10 * time.Minute, poll: 15 * time.Second},
+		{spec: "scale", key: "wait-delete", timeout: 3 * time.Minute, poll: DefaultPollInterval},
+		{spec: "x", key: "wait-control-plane", timeout: 90 * time.Minute, poll: 500 * time.Millisecond},
+		{spec: "x", key: "wait-bad", err: `intervals[default/wait-bad]: timeout: time: invalid duration "soon"`},
+		{spec: "x", key: "wait-nothing", err: `intervals: neither "x/wait-nothing" nor "default/wait-nothing" is set`},
+	}
+	for _, tt := range tests {
+		timeout, poll, err := c.Intervals(tt.spec, tt.key)
+		if tt.err != "" {
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("Intervals(%s, %s) error = %v, want %q", tt.spec, tt.key, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || timeout != tt.timeout || poll != tt.poll {
+			t.Errorf("Intervals(%s, %s) = %v, %v, %v; want %v, %v", tt.spec, tt.key, timeout, poll, err, tt.timeout, tt.poll)
+		}
+	}
+}
+
+func TestVariables(t *testing.T) {
+	c := &Config{path: "/cfg/e2e.yaml", Variables: map[string]string{"A": "from-file", "B": "from-file"}}
+	t.Setenv("B", "from-env")
+	t.Setenv("C", "")
+
+	tests := []struct {
+		name, want string
+		ok         bool
+	}{
+		{"A", "from-file", true},
+		{"B", "from-env", true},
+		{"C", "", true}, // set but empty still overrides, as upstream
+		{"CAPD_E2E_SURELY_UNSET", "", false},
+	}
+	for _, tt := range tests {
+		got, ok := c.LookupVariable(tt.name)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("LookupVariable(%s) = %q, %v; want %q, %v", tt.name, got, ok, tt.want, tt.ok)
+		}
+	}
+	if v, err := c.Variable("B"); err != nil || v != "from-env" {
+		t.Errorf("Variable(B) = %q, %v", v, err)
+	}
+	_, err := c.Variable("CAPD_E2E_SURELY_UNSET")
+	if err == nil || !strings.Contains(err.Error(), "variables.CAPD_E2E_SURELY_UNSET") {
+		t.Errorf("Variable(unset) = %v, want an error naming the variable", err)
+	}
+}
+
+func TestKubernetesVersion(t *testing.T) {
+	c := loadRepoConfig(t)
+	for _, v := range []string{"v1.37.2", "1.37.2"} {
+		k, err := c.Build.KubernetesVersion(v)
+		if err != nil || k.Version != "v1.37.2" || k.Etcd.Version != "v3.7.0" {
+			t.Errorf("KubernetesVersion(%s) = %+v, %v", v, k, err)
+		}
+	}
+	// The entry is the config's own, not a copy.
+	k, _ := c.Build.KubernetesVersion("v1.36.3")
+	if k != &c.Build.Kubernetes[0] {
+		t.Error("KubernetesVersion returned a copy")
+	}
+	_, err := c.Build.KubernetesVersion("v1.35.0")
+	if err == nil || !strings.Contains(err.Error(), `no entry for version "v1.35.0" (have v1.36.3, v1.37.2)`) {
+		t.Errorf("KubernetesVersion(v1.35.0) = %v", err)
+	}
+}

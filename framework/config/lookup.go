@@ -1,0 +1,104 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// DefaultPollInterval is the poll interval of an interval given as
+// [timeout] only.
+const DefaultPollInterval = 10 * time.Second
+
+// Intervals returns the timeout and poll interval for key in spec:
+// "<spec>/<key>" if the config has it, else "default/<key>", as upstream's
+// GetIntervals. It is an error when neither exists: a wait without a
+// configured interval is a hard-coded wait.
+func (c *Config) Intervals(spec, key string) (timeout, poll time.Duration, err error) {
+	name := spec + "/" + key
+	v, ok := c.IntervalsByKey[name]
+	if !ok {
+		name = "default/" + key
+		if v, ok = c.IntervalsByKey[name]; !ok {
+			return 0, 0, fmt.Errorf("intervals: neither %q nor %q is set", spec+"/"+key, name)
+		}
+	}
+	timeout, poll, err = parseInterval(v)
+	if err != nil {
+		return 0, 0, fmt.Errorf("intervals[%s]: %w", name, err)
+	}
+	return timeout, poll, nil
+}
+
+// LookupVariable returns a variable: the environment variable of that name
+// if it is set (even to ""), else the config's value. It is upstream's
+// E2EConfig.GetVariable lookup order.
+func (c *Config) LookupVariable(name string) (string, bool) {
+	if v, ok := os.LookupEnv(name); ok {
+		return v, true
+	}
+	v, ok := c.Variables[name]
+	return v, ok
+}
+
+// Variable is LookupVariable for a variable that must be set; the error
+// names it.
+func (c *Config) Variable(name string) (string, error) {
+	v, ok := c.LookupVariable(name)
+	if !ok {
+		return "", fmt.Errorf("variables.%s: set neither in %s nor in the environment", name, c.path)
+	}
+	return v, nil
+}
+
+// Kube component images kubeadm runs, as named in ComponentImage.
+const (
+	KubeAPIServer         = "kube-apiserver"
+	KubeControllerManager = "kube-controller-manager"
+	KubeScheduler         = "kube-scheduler"
+	KubeProxy             = "kube-proxy"
+)
+
+// KubeComponents lists the component images of each Kubernetes version.
+var KubeComponents = []string{KubeAPIServer, KubeControllerManager, KubeScheduler, KubeProxy}
+
+// ComponentImage returns the reference kubeadm expects for component (one
+// of KubeComponents), e.g. "registry.k8s.io/kube-apiserver:v1.36.3".
+func (k *Kubernetes) ComponentImage(component string) string {
+	return strings.TrimSuffix(k.ImageRepository, "/") + "/" + component + ":" + k.Version
+}
+
+// KubernetesVersion returns the build.kubernetes entry for version; the
+// leading "v" may be omitted.
+func (b *Build) KubernetesVersion(version string) (*Kubernetes, error) {
+	if version != "" && !strings.HasPrefix(version, "v") {
+		version = "v" + version
+	}
+	for i := range b.Kubernetes {
+		if b.Kubernetes[i].Version == version {
+			return &b.Kubernetes[i], nil
+		}
+	}
+	return nil, fmt.Errorf("build.kubernetes: no entry for version %q (have %s)", version, strings.Join(b.KubernetesVersions(), ", "))
+}
+
+// KubernetesVersions returns the versions of build.kubernetes, in file
+// order.
+func (b *Build) KubernetesVersions() []string {
+	out := make([]string, 0, len(b.Kubernetes))
+	for _, k := range b.Kubernetes {
+		out = append(out, k.Version)
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,391 @@
+package config
+
+// Config is the content of config/e2e.yaml. The first five fields have the
+// same keys and meaning as upstream's clusterctl.E2EConfig; Build is ours.
+type Config struct {
+	// ManagementClusterName names the kind management cluster. Required:
+	// upstream would otherwise pick a random name, which makes leftovers of
+	// an earlier run impossible to find.
+	ManagementClusterName string `json:"managementClusterName"`
+
+	// Images are loaded into the management cluster before clusterctl init.
+	// Every controller image Build produces for it (Cluster API's four and
+	// the cert-manager substitute) must be listed.
+	Images []Image `json:"images,omitempty"`
+
+	// Providers are written into the local clusterctl repository. Exactly
+	// one CoreProvider named cluster-api, one BootstrapProvider and one
+	// ControlPlaneProvider named kubeadm, and at least one
+	// InfrastructureProvider are required, as upstream requires.
+	Providers []Provider `json:"providers,omitempty"`
+
+	// Variables are written into clusterctl's config and read by the specs.
+	// An environment variable of the same name overrides the value here
+	// (see LookupVariable).
+	Variables map[string]string `json:"variables,omitempty"`
+
+	// IntervalsByKey (YAML key "intervals") maps "<spec>/<key>" to
+	// [timeout] or [timeout, poll], each a Go duration ("5m", "10s").
+	// "default/<key>" applies to every spec that has no entry of its own.
+	// Read it with the Intervals method; a poll left out is
+	// DefaultPollInterval.
+	IntervalsByKey map[string][]string `json:"intervals,omitempty"`
+
+	// Build is everything `make images` needs.
+	Build Build `json:"build"`
+
+	// path is the absolute path of the file the config was read from, or
+	// the directory relative paths resolve against plus "e2e.yaml" when it
+	// came from Parse.
+	path string
+	// raw is the file's content, kept so the upstream config can be read
+	// from the same bytes.
+	raw []byte
+}
+
+// LoadBehavior says what happens when an image cannot be loaded into the
+// management cluster.
+type LoadBehavior string
+
+const (
+	// MustLoad makes a failed load fatal. It is the default.
+	MustLoad LoadBehavior = "mustLoad"
+	// TryLoad only logs a failed load.
+	TryLoad LoadBehavior = "tryLoad"
+)
+
+// Image is an image to load into the management cluster.
+type Image struct {
+	// Name is the image reference, e.g. "registry.k8s.io/cluster-api/capd-manager:v1.14.2".
+	// Required.
+	Name string `json:"name"`
+	// LoadBehavior is mustLoad or tryLoad; if unset, mustLoad.
+	LoadBehavior LoadBehavior `json:"loadBehavior,omitempty"`
+}
+
+// Provider types a Provider can have (clusterctl's names).
+const (
+	CoreProvider             = "CoreProvider"
+	BootstrapProvider        = "BootstrapProvider"
+	ControlPlaneProvider     = "ControlPlaneProvider"
+	InfrastructureProvider   = "InfrastructureProvider"
+	IPAMProvider             = "IPAMProvider"
+	RuntimeExtensionProvider = "RuntimeExtensionProvider"
+	AddonProvider            = "AddonProvider"
+)
+
+// Source types of a ProviderVersion (upstream's names).
+const (
+	// URLSource: Value is a components YAML file (a path, file://, or
+	// http(s):// — the last is useless here, as we have no network).
+	URLSource = "url"
+	// KustomizeSource: Value is a kustomization root. Upstream's default.
+	KustomizeSource = "kustomize"
+)
+
+// Provider is a Cluster API provider in the local clusterctl repository.
+type Provider struct {
+	// Name is the provider's clusterctl name (cluster-api, kubeadm, docker).
+	// Required.
+	Name string `json:"name"`
+	// Type is one of the *Provider constants. Required.
+	Type string `json:"type"`
+	// Versions are the releases to put into the repository; at least one.
+	Versions []ProviderVersion `json:"versions,omitempty"`
+	// Files are copied next to the components of every version.
+	Files []File `json:"files,omitempty"`
+}
+
+// ProviderVersion is one release of a provider.
+type ProviderVersion struct {
+	// Name is the release, a semantic version such as "v1.14.2". Required.
+	// Upstream's "{go://...}" release markers are rejected: resolving them
+	// needs the network.
+	Name string `json:"name"`
+	// Value is the components source: a file for type url, a kustomization
+	// root for type kustomize. Relative paths are relative to the config
+	// file's directory. Required.
+	Value string `json:"value"`
+	// Contract is the Cluster API contract, e.g. "v1beta2". Optional.
+	Contract string `json:"contract,omitempty"`
+	// Type is url or kustomize; if unset, kustomize (as upstream).
+	Type string `json:"type,omitempty"`
+	// Replacements are regular-expression rewrites applied to the
+	// components YAML before it is written into the repository.
+	Replacements []Replacement `json:"replacements,omitempty"`
+	// Files are copied next to this version's components (metadata.yaml,
+	// cluster-template-*.yaml, ...).
+	Files []File `json:"files,omitempty"`
+}
+
+// Replacement rewrites the components YAML.
+type Replacement struct {
+	// Old is a regular expression. Required.
+	Old string `json:"old"`
+	// New replaces each match; may be empty.
+	New string `json:"new,omitempty"`
+}
+
+// File is a file copied into the local clusterctl repository.
+type File struct {
+	// SourcePath is the file, relative to the config file's directory.
+	// Required. Upstream requires it to exist when it loads the config, so
+	// files rendered by `make images` must be rendered before the suite runs.
+	SourcePath string `json:"sourcePath"`
+	// TargetName is its name in the repository; if unset, the base name of
+	// SourcePath.
+	TargetName string `json:"targetName,omitempty"`
+}
+
+// Build is the `build:` section: what `make images` builds and from which
+// module versions and Debian packages. Every image is built locally; none is
+// pulled.
+type Build struct {
+	// OutputDir is where rendered files go (components YAML under
+	// components/, the CNI manifest under cni/), relative to the config
+	// file's directory. If unset, "../out".
+	OutputDir string `json:"outputDir,omitempty"`
+
+	// Debian says where root file systems come from.
+	Debian Debian `json:"debian"`
+
+	// Kind is the kind module whose images/base files make the node base
+	// image.
+	Kind Kind `json:"kind"`
+
+	// ContainerRuntime chooses where containerd, runc and the CNI plugins
+	// in the node image come from.
+	ContainerRuntime ContainerRuntime `json:"containerRuntime"`
+
+	// Crictl is sigs.k8s.io/cri-tools; its cmd/crictl goes into the base
+	// image.
+	Crictl Module `json:"crictl"`
+
+	// KubeProxyRootfs names the Debian rootfs (Debian.Rootfs[].Name) that
+	// kube-proxy images are built on: kube-proxy needs iptables/nft. If
+	// unset, "net".
+	KubeProxyRootfs string `json:"kubeProxyRootfs,omitempty"`
+
+	// KubeRouter is the CNI daemon baked into every node image and used as
+	// the workload clusters' CNI.
+	KubeRouter KubeRouter `json:"kubeRouter"`
+
+	// Kubernetes lists the Kubernetes versions to build a node image for,
+	// with the kubeadm image set of each. At least one.
+	Kubernetes []Kubernetes `json:"kubernetes"`
+
+	// LoadBalancer is the haproxy image CAPD runs in front of control
+	// planes.
+	LoadBalancer LoadBalancer `json:"loadBalancer"`
+
+	// ClusterAPI is the Cluster API release whose controllers are built.
+	ClusterAPI ClusterAPI `json:"clusterAPI"`
+
+	// CertManager is where cert-manager's CRDs come from, and the image of
+	// the substitute controller that stands in for cert-manager (whose
+	// images cannot be built from the module proxy).
+	CertManager CertManager `json:"certManager"`
+
+	// Kustomize renders the providers' components YAML.
+	Kustomize Module `json:"kustomize"`
+}
+
+// Module is a Go module at a version, fetched from the module proxy.
+type Module struct {
+	// Path is the module path (key "module"). Each use has a default,
+	// given where it is used; set it only to build from a fork.
+	Path string `json:"module,omitempty"`
+	// Version is the module version, e.g. "v1.36.0". Required.
+	Version string `json:"version"`
+}
+
+// String returns "module@version".
+func (m Module) String() string { return m.Path + "@" + m.Version }
+
+// Debian says where root file systems come from.
+type Debian struct {
+	// Suite is the Debian release, e.g. "trixie". Required.
+	Suite string `json:"suite"`
+	// Mirror is the archive URL, e.g. "http://deb.debian.org/debian".
+	// Required. A mirror's packages change under the same suite; point it
+	// at a snapshot to make rootfs builds reproducible.
+	Mirror string `json:"mirror"`
+	// Variant is debootstrap's --variant; if unset, "minbase".
+	Variant string `json:"variant,omitempty"`
+	// Rootfs lists the root file systems to build, each an image. At least
+	// one; names must be unique.
+	Rootfs []Rootfs `json:"rootfs"`
+}
+
+// Rootfs is a Debian root file system built with debootstrap and stored as
+// an image, for other images to build on.
+type Rootfs struct {
+	// Name is how other build entries refer to it, e.g. "node". Required.
+	Name string `json:"name"`
+	// Image is the image reference it is stored as. Required.
+	Image string `json:"image"`
+	// Packages are installed on top of the variant (debootstrap --include).
+	Packages []string `json:"packages,omitempty"`
+}
+
+// Kind is the kind module and the base image built from its images/base.
+type Kind struct {
+	// Module defaults to "sigs.k8s.io/kind"; Version (e.g. "v0.33.0") is
+	// required.
+	Module
+	// BaseImage is the reference of the base image. Required.
+	BaseImage string `json:"baseImage"`
+	// Rootfs names the Debian rootfs the base image is built on. If unset,
+	// "node".
+	Rootfs string `json:"rootfs,omitempty"`
+}
+
+// Container runtime sources (ContainerRuntime.Source).
+const (
+	// RuntimeFromDebian takes containerd, runc and the CNI plugins from the
+	// Debian rootfs (packages containerd, runc, containernetworking-plugins).
+	RuntimeFromDebian = "debian"
+	// RuntimeFromModules builds them from the modules in ContainerRuntime.
+	RuntimeFromModules = "modules"
+)
+
+// ContainerRuntime chooses where containerd, runc and the CNI plugins come
+// from.
+type ContainerRuntime struct {
+	// Source is "debian" or "modules". If unset, "debian" (verified to
+	// work with trixie's containerd 1.7 and runc 1.1).
+	Source string `json:"source,omitempty"`
+	// Containerd is used when Source is "modules"; module defaults to
+	// "github.com/containerd/containerd/v2".
+	Containerd Module `json:"containerd"`
+	// Runc is used when Source is "modules"; module defaults to
+	// "github.com/opencontainers/runc".
+	Runc Module `json:"runc"`
+	// CNIPlugins is used when Source is "modules"; module defaults to
+	// "github.com/containernetworking/plugins".
+	CNIPlugins Module `json:"cniPlugins"`
+}
+
+// KubeRouter is the CNI daemon.
+type KubeRouter struct {
+	// Module defaults to "github.com/cloudnativelabs/kube-router/v2";
+	// Version (e.g. "v2.1.0") is required.
+	Module
+	// Image is the reference the daemon image is tagged with and that the
+	// rendered CNI manifest pins. Required.
+	Image string `json:"image"`
+	// Rootfs names the Debian rootfs it is built on (it needs iptables and
+	// ipset). If unset, "net".
+	Rootfs string `json:"rootfs,omitempty"`
+}
+
+// Kubernetes is one Kubernetes version and its kubeadm image set.
+type Kubernetes struct {
+	// Version is the k8s.io/kubernetes module version, e.g. "v1.36.3".
+	// Required and unique.
+	Version string `json:"version"`
+	// NodeImage is the node image reference. If unset,
+	// "kindest/node:<Version>": CAPD maps versions to that name.
+	NodeImage string `json:"nodeImage,omitempty"`
+	// ImageRepository is the repository of the kube-apiserver,
+	// kube-controller-manager, kube-scheduler and kube-proxy images that
+	// kubeadm expects. If unset, "registry.k8s.io".
+	ImageRepository string `json:"imageRepository,omitempty"`
+	// Etcd is the etcd kubeadm deploys for this version; module defaults
+	// to "go.etcd.io/etcd/server/v3".
+	Etcd ComponentImage `json:"etcd"`
+	// CoreDNS is the CoreDNS kubeadm deploys; module defaults to
+	// "github.com/coredns/coredns".
+	CoreDNS ComponentImage `json:"coreDNS"`
+	// Pause is the sandbox image.
+	Pause Pause `json:"pause"`
+	// Preload bakes components of other versions into this node image, so
+	// that an upgrade away from this version can run them on nodes not yet
+	// upgraded (CoreDNS is rolled out before the workers are).
+	Preload []Preload `json:"preload,omitempty"`
+}
+
+// ComponentImage is an image built from a Go module.
+type ComponentImage struct {
+	// Module is the module path (each use gives its default) and Version
+	// its version, e.g. "v3.6.8". Version is required.
+	Module
+	// Image is the reference kubeadm expects, e.g.
+	// "registry.k8s.io/etcd:3.6.8-0". Required; its tag must contain the
+	// version without the leading "v".
+	Image string `json:"image"`
+}
+
+// Pause is the pause (sandbox) image, compiled from pause.c.
+type Pause struct {
+	// Version is the pause version, e.g. "3.10.2". Required.
+	Version string `json:"version"`
+	// Image is the reference, e.g. "registry.k8s.io/pause:3.10.2".
+	// Required; its tag must be Version.
+	Image string `json:"image"`
+	// Source is the k8s.io/kubernetes version whose
+	// build/pause/linux/pause.c is compiled. If unset, the version of the
+	// Kubernetes entry. Entries sharing a pause image must agree on it, as
+	// one image cannot be built from two sources.
+	Source string `json:"source,omitempty"`
+}
+
+// Components that Preload can name.
+const (
+	ComponentEtcd    = "etcd"
+	ComponentCoreDNS = "coredns"
+	ComponentPause   = "pause"
+)
+
+// Preload names components of another Kubernetes entry to bake in.
+type Preload struct {
+	// From is the Version of another build.kubernetes entry. Required.
+	From string `json:"from"`
+	// Components are "etcd", "coredns" and/or "pause". At least one.
+	Components []string `json:"components"`
+}
+
+// LoadBalancer is CAPD's haproxy image.
+type LoadBalancer struct {
+	// Image is the reference CAPD runs. Required; CAPD v1.14.2 defaults to
+	// "kindest/haproxy:v20230606-42a2262b".
+	Image string `json:"image"`
+	// Rootfs names the Debian rootfs (with the haproxy package) it is
+	// built on. If unset, "haproxy".
+	Rootfs string `json:"rootfs,omitempty"`
+}
+
+// ClusterAPI is the Cluster API release whose controllers are built.
+type ClusterAPI struct {
+	// Version of sigs.k8s.io/cluster-api and sigs.k8s.io/cluster-api/test,
+	// e.g. "v1.14.2". Required.
+	Version string `json:"version"`
+	// Images are the references the controllers are tagged with; the
+	// rendered components YAML is rewritten to use them.
+	Images ClusterAPIImages `json:"images"`
+}
+
+// ClusterAPIImages are the four controller image references. All required.
+type ClusterAPIImages struct {
+	// Core is the cluster-api controller (sigs.k8s.io/cluster-api).
+	Core string `json:"core"`
+	// KubeadmBootstrap is the kubeadm bootstrap controller
+	// (sigs.k8s.io/cluster-api/bootstrap/kubeadm).
+	KubeadmBootstrap string `json:"kubeadmBootstrap"`
+	// KubeadmControlPlane is the kubeadm control plane controller
+	// (sigs.k8s.io/cluster-api/controlplane/kubeadm).
+	KubeadmControlPlane string `json:"kubeadmControlPlane"`
+	// Docker is CAPD's manager
+	// (sigs.k8s.io/cluster-api/test/infrastructure/docker).
+	Docker string `json:"docker"`
+}
+
+// CertManager is cert-manager's CRDs and our stand-in for its controllers.
+type CertManager struct {
+	// Module defaults to "github.com/cert-manager/cert-manager"; Version
+	// (e.g. "v1.21.2") is required. Its deploy/crds are installed.
+	Module
+	// SubstituteImage is the reference of our substitute controller,
+	// which issues serving certificates and injects CA bundles. Required.
+	SubstituteImage string `json:"substituteImage"`
+}

@@ -1,0 +1,58 @@
+package leak_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/capd-e2e/capd-e2e/framework/leak"
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
+	"github.com/capd-e2e/capd-e2e/framework/runtime/fake"
+)
+
+func TestCheckSelectsByLabel(t *testing.T) {
+	ctx := context.Background()
+	f := fake.New()
+	mine := runtime.RunLabels("run1", "test", nil)
+	f.AddContainer(fake.Container{ContainerDetails: runtime.ContainerDetails{Name: "a", Labels: mine}})
+	f.AddContainer(fake.Container{ContainerDetails: runtime.ContainerDetails{Name: "other", Labels: runtime.RunLabels("run2", "test", nil)}})
+	f.AddContainer(fake.Container{ContainerDetails: runtime.ContainerDetails{Name: "wl-md-0", Labels: map[string]string{runtime.LabelCluster: "wl"}}})
+	if _, err := f.CreateNetwork(ctx, "n1", mine); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.CreateVolume(ctx, "v1", mine); err != nil {
+		t.Fatal(err)
+	}
+
+	rep, err := leak.Check(ctx, f, leak.Selector{RunID: "run1", Cluster: "wl"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range rep.Containers {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, ",") != "a,wl-md-0" || len(rep.Networks) != 1 || len(rep.Volumes) != 1 {
+		t.Fatalf("report = %s", rep)
+	}
+	if rep.Err() == nil || !strings.Contains(rep.String(), "container wl-md-0") || !strings.Contains(rep.String(), "volume v1") {
+		t.Errorf("report text: %s", rep)
+	}
+
+	if err := leak.Remove(ctx, f, rep); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = leak.Check(ctx, f, leak.Selector{RunID: "run1", Cluster: "wl"})
+	if err != nil || !rep.Empty() || rep.Err() != nil {
+		t.Fatalf("after Remove: %s, %v", rep, err)
+	}
+	if _, err := f.InspectContainer(ctx, "other"); err != nil {
+		t.Errorf("Remove touched another run's container: %v", err)
+	}
+}
+
+func TestCheckNeedsASelector(t *testing.T) {
+	if _, err := leak.Check(context.Background(), fake.New(), leak.Selector{}); err == nil || !strings.Contains(err.Error(), "selector") {
+		t.Errorf("empty selector: %v", err)
+	}
+}
