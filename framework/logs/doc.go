@@ -1,0 +1,67 @@
+// Package logs copies the logs of CAPD machine and load-balancer containers
+// into an artifacts folder, so that a failed run can be diagnosed after its
+// containers are gone.
+//
+// Collector implements upstream's framework.ClusterLogCollector (so it plugs
+// into framework.WithMachineLogCollector) and adds CollectCluster and
+// CollectMachines, which collect many containers at once. It fixes the gaps
+// of upstream's DockerLogCollector: output files hold the command's standard
+// output only (no stream framing, no standard error mixed in), every engine
+// call has its own deadline, a whole collection has one too, machines are
+// collected concurrently, /var/log/pods is copied as one tar stream and
+// unpacked in Go without letting an entry escape the target folder, and
+// whatever failed is written down next to the logs.
+//
+// # What a machine's folder holds
+//
+//	journal.log            journalctl --no-pager --output=short-precise
+//	kern.log               the same, -k
+//	kubelet.log            the same, -u kubelet.service
+//	containerd.log         the same, -u containerd.service
+//	kubelet-version.txt    kubelet --version
+//	containerd-info.txt    crictl info
+//	crictl-ps.txt          crictl ps -a
+//	pods/                  /var/log/pods, copied as one tar stream
+//	bootstrap/             /run/cluster-api, if present: CAPD's
+//	                       capd.bootstrap.started and kubeadm's
+//	                       bootstrap-success.complete sentinels
+//	cloud-init-output.log  /var/log/cloud-init-output.log, if present
+//	inspect.json           the engine's inspect document
+//	container-stdout.log   the container's own output (its init), stdout
+//	container-stderr.log   the same, stderr
+//	errors.json            what failed (see Failure); absent if nothing did
+//	stderr.log             standard error of commands that succeeded
+//	                       anyway; absent if there was none
+//
+// plus one file per Collector.AdditionalLogs entry and one file or folder per
+// Collector.AdditionalCopies entry.
+//
+// CAPD runs no cloud-init: it turns the bootstrap data into commands that it
+// execs one by one and keeps their output in its own controller log and in
+// the DockerMachine's BootstrapSucceeded condition, not in the container. What
+// it leaves inside the machine are the sentinel files under /run/cluster-api,
+// hence bootstrap/. /run/kubeadm (the kubeadm configuration CAPD writes) is
+// not copied by default because it holds bootstrap tokens and the
+// certificate key; add it to AdditionalCopies for a private run.
+//
+// A load balancer's folder holds inspect.json, container-stdout.log,
+// container-stderr.log, haproxy.cfg and, as above, errors.json.
+//
+// Each entry of errors.json names the output, the command (or the path
+// copied), the exit code when the command ran to its end, the tail of its
+// standard error and what went wrong. Docker reports a command it cannot
+// start (exit code 126 or 127, e.g. kubelet missing) on the command's
+// standard output; that text goes into the entry's "stdout" instead of a log
+// file.
+//
+// Files from a command that failed are kept with whatever it wrote before it
+// failed: a machine that dies mid-collection leaves partial logs plus entries
+// in errors.json. Commands are not run in a container that is not running
+// (each is listed in errors.json as skipped), but copies and the container's
+// own log are still taken, since the engine serves them from a stopped
+// container too.
+//
+// This package must not talk to an engine except through runtime.Containers,
+// must not run the docker CLI or a host tar, must not stop at the first
+// failure, and must never block past its deadlines.
+package logs
