@@ -1,0 +1,143 @@
+package bootstrap
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
+	"github.com/capd-e2e/capd-e2e/framework/runtime/fake"
+)
+
+func TestLoadImagesStreamsToEveryNode(t *testing.T) {
+	f := fake.New()
+	f.AddImage(runtime.Image{ID: "sha256:a", RepoTags: []string{"registry.k8s.io/a:1"}})
+	f.AddImage(runtime.Image{ID: "sha256:b", RepoTags: []string{"capd-e2e/b:2"}})
+	for _, n := range []string{"mgmt-control-plane", "mgmt-worker"} {
+		f.AddContainer(fake.Container{ContainerDetails: runtime.ContainerDetails{Name: n}})
+	}
+	var mu sync.Mutex
+	imported := map[string]string{}
+	f.SetExec(func(_ context.Context, c string, o runtime.ExecOptions) (runtime.ExecResult, error) {
+		switch {
+		case strings.Join(o.Cmd[:4], " ") == "ctr --namespace=k8s.io images import":
+			b, _ := io.ReadAll(o.Stdin)
+			mu.Lock()
+			imported[c] = string(b)
+			mu.Unlock()
+		case o.Cmd[3] == "list":
+			_, _ = io.WriteString(o.Stdout, "registry.k8s.io/a:1\ndocker.io/capd-e2e/b:2\n")
+		}
+		return runtime.ExecResult{}, nil
+	})
+	err := LoadImages(context.Background(), f, []string{"mgmt-control-plane", "mgmt-worker"}, []string{"registry.k8s.io/a:1", "capd-e2e/b:2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"mgmt-control-plane", "mgmt-worker"} {
+		if imported[n] != "registry.k8s.io/a:1\ncapd-e2e/b:2" {
+			t.Errorf("node %s got archive %q", n, imported[n])
+		}
+	}
+}
+
+func TestLoadImagesReportsFailuresPerNode(t *testing.T) {
+	f := fake.New()
+	f.AddImage(runtime.Image{ID: "sha256:a", RepoTags: []string{"a.io/a:1"}})
+	f.AddContainer(fake.Container{ContainerDetails: runtime.ContainerDetails{Name: "good"}})
+	f.AddContainer(fake.Container{ContainerDetails: runtime.ContainerDetails{Name: "bad"}})
+	f.SetExec(func(_ context.Context, c string, o runtime.ExecOptions) (runtime.ExecResult, error) {
+		if o.Cmd[3] == "import" {
+			_, _ = io.Copy(io.Discard, o.Stdin)
+			if c == "bad" {
+				_, _ = io.WriteString(o.Stderr, "ctr: failed to ingest: no space left on device")
+				return runtime.ExecResult{ExitCode: 1}, nil
+			}
+			return runtime.ExecResult{}, nil
+		}
+		_, _ = io.WriteString(o.Stdout, "a.io/a:1\n")
+		return runtime.ExecResult{}, nil
+	})
+	err := LoadImages(context.Background(), f, []string{"good", "bad"}, []string{"a.io/a:1"})
+	if err == nil || !strings.Contains(err.Error(), `node "bad"`) || !strings.Contains(err.Error(), "no space left") || strings.Contains(err.Error(), `node "good"`) {
+		t.Fatalf("error = %v", err)
+	}
+
+	if err := LoadImages(context.Background(), f, []string{"good"}, []string{"missing.io/x:1"}); err == nil || !strings.Contains(err.Error(), "missing.io/x:1") {
+		t.Errorf("missing image: %v", err)
+	}
+}
+
+func TestLoadImagesNoticesSilentImportFailure(t *testing.T) {
+	f := fake.New()
+	f.AddImage(runtime.Image{ID: "sha256:a", RepoTags: []string{"a.io/a:1"}})
+	f.AddContainer(fake.Container{ContainerDetails: runtime.ContainerDetails{Name: "n"}})
+	f.SetExec(func(_ context.Context, _ string, o runtime.ExecOptions) (runtime.ExecResult, error) {
+		if o.Stdin != nil {
+			_, _ = io.Copy(io.Discard, o.Stdin)
+		}
+		return runtime.ExecResult{}, nil // imports "fine", lists nothing
+	})
+	err := LoadImages(context.Background(), f, []string{"n"}, []string{"a.io/a:1"})
+	if err == nil || !strings.Contains(err.Error(), "not in containerd") {
+		t.Errorf("error = %v", err)
+	}
+}
+
+func TestNormalize(t *testing.T) {
+	for in, want := range map[string]string{
+		"busybox:1":                "docker.io/library/busybox:1",
+		"kindest/node:v1":          "docker.io/kindest/node:v1",
+		"registry.k8s.io/pause:3":  "registry.k8s.io/pause:3",
+		"localhost/x:1":            "localhost/x:1",
+		"capd-e2e.local/testimg:1": "capd-e2e.local/testimg:1",
+	} {
+		if got := normalize(in); got != want {
+			t.Errorf("normalize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestUseExternalCertManager(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "clusterctl-config.yaml")
+	if err := os.WriteFile(p, []byte("providers: []\nKUBERNETES_VERSION: v1.36.3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := UseExternalCertManager(p); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	var got struct {
+		CertManager struct {
+			ExternallyProvisioned string `json:"externallyProvisioned"`
+		} `json:"cert-manager"`
+		KubernetesVersion string `json:"KUBERNETES_VERSION"`
+	}
+	if err := yaml.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.CertManager.ExternallyProvisioned != "true" || got.KubernetesVersion != "v1.36.3" {
+		t.Errorf("config after amend:\n%s", b)
+	}
+	if err := UseExternalCertManager(filepath.Join(t.TempDir(), "missing.yaml")); err == nil {
+		t.Error("a missing file was accepted")
+	}
+}
+
+func TestKindOptionsValidate(t *testing.T) {
+	err := KindOptions{Workers: -1}.validate()
+	for _, field := range []string{"Name", "NodeImage", "Runtime", "Workers"} {
+		if err == nil || !strings.Contains(err.Error(), "KindOptions."+field) {
+			t.Errorf("validate() = %v, want it to name %s", err, field)
+		}
+	}
+	if _, err := CreateKind(context.Background(), KindOptions{Name: "x", NodeImage: "kindest/node:v0", Runtime: fake.New()}); err == nil || !strings.Contains(err.Error(), "kindest/node:v0") {
+		t.Errorf("missing node image: %v", err)
+	}
+}

@@ -1,0 +1,207 @@
+// Package bootstrap sets up the management cluster the E2E runs against: a
+// kind cluster from our own node image (kind as a Go library), the images
+// the providers need loaded into every node through our runtime, and the
+// clusterctl configuration for a cert-manager we provide ourselves.
+//
+// Functions here return errors instead of failing a Ginkgo spec, so they can
+// be used from a suite, a test or a command alike. They never pull images.
+package bootstrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
+	kind "sigs.k8s.io/kind/pkg/cluster"
+	kindcmd "sigs.k8s.io/kind/pkg/cmd"
+
+	"github.com/capd-e2e/capd-e2e/framework/logs"
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
+)
+
+// KindOptions configures a kind cluster.
+type KindOptions struct {
+	// Name of the cluster. Required.
+	Name string
+	// NodeImage, e.g. "kindest/node:v1.36.3". Required: there is no default,
+	// since kind's default would be pulled from a registry.
+	NodeImage string
+	// Workers is the number of worker nodes besides the control plane.
+	Workers int
+	// MountDockerSocket mounts the host's /var/run/docker.sock into the
+	// control-plane node, which CAPD needs to create machines.
+	MountDockerSocket bool
+	// KubeconfigPath is where the kubeconfig is written. If empty, a file in
+	// os.TempDir().
+	KubeconfigPath string
+	// WaitForReady bounds the wait for the control plane to be Ready. If
+	// zero, 5m.
+	WaitForReady time.Duration
+	// LogFolder receives the nodes' logs (collected through Runtime) when
+	// creation fails. If empty, none are collected.
+	LogFolder string
+	// Runtime is used to collect logs on failure and to list nodes. Required.
+	Runtime runtime.Runtime
+	// EnableOwnerReferencesPermissionEnforcement turns on the admission
+	// plugin upstream enables to catch RBAC errors with blockOwnerDeletion.
+	EnableOwnerReferencesPermissionEnforcement bool
+}
+
+// KindCluster is a created kind cluster.
+type KindCluster struct {
+	Name           string
+	KubeconfigPath string
+	provider       *kind.Provider
+	rt             runtime.Runtime
+}
+
+func (o KindOptions) validate() error {
+	var errs []error
+	if o.Name == "" {
+		errs = append(errs, errors.New("KindOptions.Name: required"))
+	}
+	if o.NodeImage == "" {
+		errs = append(errs, errors.New("KindOptions.NodeImage: required"))
+	}
+	if o.Runtime == nil {
+		errs = append(errs, errors.New("KindOptions.Runtime: required"))
+	}
+	if o.Workers < 0 {
+		errs = append(errs, fmt.Errorf("KindOptions.Workers: %d is negative", o.Workers))
+	}
+	return errors.Join(errs...)
+}
+
+// CreateKind creates a kind cluster. The node image must be in the engine:
+// it is checked first, so a missing image is reported by name instead of as
+// a failed pull. On failure the nodes' logs go to LogFolder and the cluster
+// is deleted.
+func CreateKind(ctx context.Context, o KindOptions) (*KindCluster, error) {
+	if err := o.validate(); err != nil {
+		return nil, fmt.Errorf("create kind cluster: %w", err)
+	}
+	if _, err := o.Runtime.InspectImage(ctx, o.NodeImage); err != nil {
+		return nil, fmt.Errorf("create kind cluster %q: node image %q is not in the engine (run make images): %w", o.Name, o.NodeImage, err)
+	}
+	if o.KubeconfigPath == "" {
+		f, err := os.CreateTemp("", "capd-e2e-kubeconfig-"+o.Name+"-*")
+		if err != nil {
+			return nil, fmt.Errorf("create kind cluster %q: %w", o.Name, err)
+		}
+		_ = f.Close()
+		o.KubeconfigPath = f.Name()
+	}
+	if o.WaitForReady == 0 {
+		o.WaitForReady = 5 * time.Minute
+	}
+
+	cfg := &v1alpha4.Cluster{Nodes: []v1alpha4.Node{{Role: v1alpha4.ControlPlaneRole}}}
+	if o.MountDockerSocket {
+		cfg.Nodes[0].ExtraMounts = append(cfg.Nodes[0].ExtraMounts, v1alpha4.Mount{HostPath: "/var/run/docker.sock", ContainerPath: "/var/run/docker.sock"})
+	}
+	for range o.Workers {
+		cfg.Nodes = append(cfg.Nodes, v1alpha4.Node{Role: v1alpha4.WorkerRole})
+	}
+	if o.EnableOwnerReferencesPermissionEnforcement {
+		cfg.KubeadmConfigPatches = append(cfg.KubeadmConfigPatches,
+			"kind: ClusterConfiguration\napiServer:\n  extraArgs:\n    enable-admission-plugins: OwnerReferencesPermissionEnforcement\n")
+	}
+	v1alpha4.SetDefaultsCluster(cfg)
+
+	// kind's docker provider runs the docker CLI itself; that is kind's
+	// business, everything the harness does goes through o.Runtime.
+	provider := kind.NewProvider(kind.ProviderWithDocker(), kind.ProviderWithLogger(kindcmd.NewLogger()))
+	k := &KindCluster{Name: o.Name, KubeconfigPath: o.KubeconfigPath, provider: provider, rt: o.Runtime}
+
+	created := make(chan error, 1)
+	go func() {
+		created <- provider.Create(o.Name,
+			kind.CreateWithV1Alpha4Config(cfg),
+			kind.CreateWithNodeImage(o.NodeImage),
+			kind.CreateWithKubeconfigPath(o.KubeconfigPath),
+			kind.CreateWithRetain(true), // keep the nodes to collect their logs
+			kind.CreateWithWaitForReady(o.WaitForReady),
+			kind.CreateWithDisplayUsage(false),
+			kind.CreateWithDisplaySalutation(false),
+		)
+	}()
+	var err error
+	select {
+	case err = <-created:
+	case <-ctx.Done():
+		// kind's library takes no context: wait for it to give up, bounded
+		// by its own WaitForReady, then clean up.
+		err = fmt.Errorf("%w (kind create was still running)", ctx.Err())
+		select {
+		case <-created:
+		case <-time.After(o.WaitForReady + time.Minute):
+		}
+	}
+	if err != nil {
+		cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+		defer cancel()
+		if o.LogFolder != "" {
+			if lerr := k.CollectLogs(cleanupCtx, o.LogFolder); lerr != nil {
+				err = fmt.Errorf("%w (and collecting node logs: %v)", err, lerr)
+			}
+		}
+		if derr := k.Delete(cleanupCtx); derr != nil {
+			err = fmt.Errorf("%w (and deleting it: %v)", err, derr)
+		}
+		return nil, fmt.Errorf("create kind cluster %q from %s: %w", o.Name, o.NodeImage, err)
+	}
+	return k, nil
+}
+
+// Nodes returns the names of the cluster's node containers.
+func (k *KindCluster) Nodes(ctx context.Context) ([]string, error) {
+	cs, err := k.rt.ListContainers(ctx, runtime.Filter{Labels: map[string]string{runtime.LabelCluster: k.Name}})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes of kind cluster %q: %w", k.Name, err)
+	}
+	names := make([]string, 0, len(cs))
+	for _, c := range cs {
+		names = append(names, c.Name)
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("kind cluster %q has no node containers", k.Name)
+	}
+	return names, nil
+}
+
+// CollectLogs collects every node's logs into dir/<node>/ with our log
+// collector, concurrently.
+func (k *KindCluster) CollectLogs(ctx context.Context, dir string) error {
+	nodes, err := k.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	targets := make([]logs.Target, 0, len(nodes))
+	for _, n := range nodes {
+		targets = append(targets, logs.Target{Container: n, Dir: filepath.Join(dir, n)})
+	}
+	c := &logs.Collector{Runtime: k.rt}
+	return c.CollectMachines(ctx, targets)
+}
+
+// Delete deletes the cluster and its kubeconfig file.
+func (k *KindCluster) Delete(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- k.provider.Delete(k.Name, k.KubeconfigPath) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("delete kind cluster %q: %w", k.Name, err)
+		}
+	case <-ctx.Done():
+		return fmt.Errorf("delete kind cluster %q: %w", k.Name, ctx.Err())
+	}
+	if err := os.Remove(k.KubeconfigPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("delete kubeconfig of kind cluster %q: %w", k.Name, err)
+	}
+	return nil
+}

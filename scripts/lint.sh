@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# `make lint`: gofmt and go vet over every module in the repository.
+set -o errexit -o nounset -o pipefail
+cd "$(dirname "$0")/.."
+
+unformatted=$(git ls-files '*.go' | xargs -r gofmt -l)
+if [[ -n "$unformatted" ]]; then
+  echo "gofmt would change:" >&2; echo "$unformatted" >&2; exit 1
+fi
+go vet ./...
+if [[ -f examples/go.mod ]]; then (cd examples && go vet ./...); fi
+echo "lint: ok"

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# `make test`: unit and integration tests. Integration tests (TestIntegration*)
+# run against the Docker-API engine at DOCKER_HOST and fail if there is none.
+set -o errexit -o nounset -o pipefail
+cd "$(dirname "$0")/.."
+
+scripts/ensure-engine.sh
+start=$(date +%s)
+go test -count=1 -timeout 30m "$@" ./...
+if [[ -f examples/go.mod ]]; then
+  echo "--- examples module (compile only)"
+  (cd examples && go vet ./... && go test -count=1 -run '^$' ./...)
+fi
+echo "make test: done in $(( $(date +%s) - start ))s"
