@@ -9,10 +9,13 @@ GINKGO_LABEL_FILTER ?= PR-Blocking
 GINKGO_NODES ?= 1
 export GINKGO_FOCUS GINKGO_SKIP GINKGO_LABEL_FILTER GINKGO_NODES
 
-.PHONY: test lint bench images test-images test-e2e
+.PHONY: test test-podman lint bench images test-images test-e2e
 
 test: ## Unit and integration tests (needs a Docker-API engine).
 	scripts/test.sh
+
+test-podman: ## The runtime's integration tests against Podman's Docker-API service.
+	scripts/test-podman.sh
 
 lint: ## gofmt and go vet.
 	scripts/lint.sh

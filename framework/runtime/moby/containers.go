@@ -137,7 +137,11 @@ func (r *Runtime) RunContainer(ctx context.Context, spec runtime.ContainerSpec) 
 			cfg.Volumes[v] = struct{}{}
 		}
 	}
-	for _, u := range spec.Ulimits {
+	ulimits := spec.Ulimits
+	if len(ulimits) == 0 {
+		ulimits = r.defaultUlimits
+	}
+	for _, u := range ulimits {
 		hc.Ulimits = append(hc.Ulimits, &container.Ulimit{Name: u.Name, Soft: u.Soft, Hard: u.Hard})
 	}
 	if len(spec.PublishPorts) > 0 {
@@ -377,7 +381,9 @@ func (r *Runtime) Commit(ctx context.Context, nameOrID string, opts runtime.Comm
 	if opts.StopSignal != "" {
 		changes = append(changes, "STOPSIGNAL "+opts.StopSignal)
 	}
-	res, err := r.c.ContainerCommit(ctx, nameOrID, client.ContainerCommitOptions{Reference: opts.Ref, Changes: changes})
+	// An explicit (empty) config: Docker fills its blanks from the
+	// container's, and Podman's service rejects a commit without a body.
+	res, err := r.c.ContainerCommit(ctx, nameOrID, client.ContainerCommitOptions{Reference: opts.Ref, Changes: changes, Config: &container.Config{}})
 	if err != nil {
 		return "", r.wrap(err, "commit container %q as %q", nameOrID, opts.Ref)
 	}

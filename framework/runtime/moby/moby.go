@@ -16,10 +16,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+	"golang.org/x/sys/unix"
 
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
@@ -38,12 +40,19 @@ type Config struct {
 	// ConnectTimeout bounds the check that the engine answers, made by New.
 	// If zero, 10s.
 	ConnectTimeout time.Duration
+	// DefaultUlimits apply to containers whose spec sets none. If nil: none
+	// for Docker, which inherits its own limits; for Podman, nofile and
+	// nproc at this process's hard limits (Podman's defaults exceed them on
+	// hosts without CAP_SYS_RESOURCE, and container creation fails).
+	DefaultUlimits []runtime.Ulimit
 }
 
 // Runtime talks to one engine. It is safe for concurrent use.
 type Runtime struct {
-	c    *client.Client
-	host string
+	c              *client.Client
+	host           string
+	podman         bool
+	defaultUlimits []runtime.Ulimit
 }
 
 // New connects to the engine and checks that it answers within
@@ -75,8 +84,43 @@ func New(cfg Config) (*Runtime, error) {
 		}
 		return nil, fmt.Errorf("connect to container engine at %s: %w: %w", r.host, runtime.ErrUnavailable, err)
 	}
+	v, err := c.ServerVersion(ctx, client.ServerVersionOptions{})
+	if err != nil {
+		_ = c.Close()
+		return nil, r.wrap(err, "get version of container engine at %s", r.host)
+	}
+	for _, comp := range v.Components {
+		if strings.Contains(comp.Name, "Podman") {
+			r.podman = true
+		}
+	}
+	r.defaultUlimits = cfg.DefaultUlimits
+	if r.defaultUlimits == nil && r.podman {
+		r.defaultUlimits = hostUlimits()
+	}
 	return r, nil
 }
+
+// hostUlimits returns limits a Podman service on this host can grant
+// without CAP_SYS_RESOURCE: nofile at this process's hard limit, and nproc
+// at 4096 at most, since the service may run with a lower nproc limit than
+// this process (seen: 32768 against 96551) and 4096 processes per
+// container is ample for what the harness runs.
+func hostUlimits() []runtime.Ulimit {
+	var out []runtime.Ulimit
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err == nil && lim.Max != unix.RLIM_INFINITY {
+		out = append(out, runtime.Ulimit{Name: "nofile", Soft: int64(lim.Max), Hard: int64(lim.Max)})
+	}
+	nproc := int64(4096)
+	if err := unix.Getrlimit(unix.RLIMIT_NPROC, &lim); err == nil && lim.Max != unix.RLIM_INFINITY {
+		nproc = min(nproc, int64(lim.Max))
+	}
+	return append(out, runtime.Ulimit{Name: "nproc", Soft: nproc, Hard: nproc})
+}
+
+// IsPodman reports whether the engine is Podman's Docker-compatible service.
+func (r *Runtime) IsPodman() bool { return r.podman }
 
 // Endpoint returns the engine endpoint this Runtime talks to.
 func (r *Runtime) Endpoint() string { return r.host }
@@ -126,6 +170,9 @@ func (r *Runtime) wrap(err error, format string, args ...any) error {
 	case cerrdefs.IsNotFound(err):
 		class = runtime.ErrNotFound
 	case cerrdefs.IsConflict(err) || cerrdefs.IsAlreadyExists(err):
+		class = runtime.ErrConflict
+	case strings.Contains(err.Error(), "container state improper"):
+		// Podman's words, with a status that does not say conflict.
 		class = runtime.ErrConflict
 	case client.IsErrConnectionFailed(err):
 		class = runtime.ErrUnavailable
