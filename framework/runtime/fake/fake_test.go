@@ -1,0 +1,87 @@
+package fake
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
+)
+
+// Run with -race: many goroutines use one fake at once.
+func TestConcurrentUse(t *testing.T) {
+	f := New()
+	f.AddImage(runtime.Image{ID: "sha256:1", RepoTags: []string{"img:1"}})
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := context.Background()
+			name := fmt.Sprintf("c%d", i)
+			if _, err := f.RunContainer(ctx, runtime.ContainerSpec{Name: name, Image: "img:1", Labels: map[string]string{"run": "x"}}); err != nil {
+				t.Error(err)
+				return
+			}
+			if _, err := f.Exec(ctx, name, runtime.ExecOptions{Cmd: []string{"true"}}); err != nil {
+				t.Error(err)
+			}
+			if _, err := f.ListContainers(ctx, runtime.Filter{Labels: map[string]string{"run": "x"}}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	list, _ := f.ListContainers(context.Background(), runtime.Filter{Labels: map[string]string{"run": "x"}})
+	if len(list) != 20 {
+		t.Errorf("%d containers, want 20", len(list))
+	}
+}
+
+func TestInstancesAreIndependent(t *testing.T) {
+	a, b := New(), New()
+	a.AddContainer(Container{ContainerDetails: runtime.ContainerDetails{Name: "only-in-a"}})
+	if _, err := b.InspectContainer(context.Background(), "only-in-a"); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("b sees a's container: %v", err)
+	}
+}
+
+func TestCopyFromAndState(t *testing.T) {
+	f := New()
+	f.AddContainer(Container{ContainerDetails: runtime.ContainerDetails{Name: "m"}, Files: map[string][]byte{
+		"/var/log/pods/ns_p/c/0.log": []byte("line"), "/etc/other": []byte("x"),
+	}})
+	ctx := context.Background()
+	rc, err := f.CopyFrom(ctx, "m", "/var/log/pods")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(rc)
+	h, err := tr.Next()
+	if err != nil || h.Name != "pods/ns_p/c/0.log" {
+		t.Fatalf("first entry %v, %v", h, err)
+	}
+	if _, err := tr.Next(); err != io.EOF {
+		t.Errorf("extra entries: %v", err)
+	}
+	if _, err := f.CopyFrom(ctx, "m", "/nope"); !errors.Is(err, runtime.ErrNotFound) {
+		t.Errorf("missing path: %v", err)
+	}
+	if err := f.Kill(ctx, "m", ""); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := f.Wait(ctx, "m"); err != nil || code != 137 {
+		t.Errorf("after kill: %d, %v", code, err)
+	}
+	if _, err := f.Exec(ctx, "m", runtime.ExecOptions{Cmd: []string{"true"}}); !errors.Is(err, runtime.ErrConflict) {
+		t.Errorf("exec in stopped container: %v", err)
+	}
+	_ = f.Close()
+	if _, err := f.Info(ctx); !errors.Is(err, runtime.ErrUnavailable) {
+		t.Errorf("after Close: %v", err)
+	}
+}

@@ -1,0 +1,76 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestExitErrorNamesCommandAndStderr(t *testing.T) {
+	err := &ExitError{Container: "m1", Cmd: []string{"crictl", "ps"}, ExitCode: 2, Stderr: []byte(strings.Repeat("x", 5000) + "the reason\n")}
+	msg := err.Error()
+	for _, want := range []string{`"crictl ps"`, `"m1"`, "code 2", "the reason"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("%q lacks %q", msg, want)
+		}
+	}
+	if len(msg) > 2300 {
+		t.Errorf("stderr not truncated: %d bytes", len(msg))
+	}
+}
+
+func TestHostPort(t *testing.T) {
+	d := ContainerDetails{Ports: []PortBinding{{ContainerPort: 6443, Protocol: "udp", HostPort: 1}, {ContainerPort: 6443, Protocol: "tcp", HostPort: 32768}}}
+	if got := d.HostPort(6443); got != 32768 {
+		t.Errorf("HostPort(6443) = %d", got)
+	}
+	if got := d.HostPort(80); got != 0 {
+		t.Errorf("HostPort(80) = %d", got)
+	}
+}
+
+func TestRunLabels(t *testing.T) {
+	extra := map[string]string{"a": "b", LabelRunID: "overridden"}
+	l := RunLabels("r1", "suite", extra)
+	if l[LabelRunID] != "r1" || l[LabelCreatedBy] != "suite" || l["a"] != "b" {
+		t.Errorf("labels = %v", l)
+	}
+	if extra[LabelRunID] != "overridden" {
+		t.Error("RunLabels modified its argument")
+	}
+	if a, b := NewRunID(), NewRunID(); a == b || len(a) != 12 {
+		t.Errorf("run ids %q %q", a, b)
+	}
+}
+
+type scripted struct {
+	Containers
+	code   int
+	stdout string
+	stderr string
+	err    error
+}
+
+func (s scripted) Exec(_ context.Context, _ string, o ExecOptions) (ExecResult, error) {
+	_, _ = io.WriteString(o.Stdout, s.stdout)
+	_, _ = io.WriteString(o.Stderr, s.stderr)
+	return ExecResult{ExitCode: s.code}, s.err
+}
+
+func TestOutput(t *testing.T) {
+	out, err := Output(context.Background(), scripted{stdout: "ok\n"}, "c", "true")
+	if err != nil || string(out) != "ok\n" {
+		t.Errorf("Output = %q, %v", out, err)
+	}
+	_, err = Output(context.Background(), scripted{code: 3, stderr: "boom"}, "c", "false")
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.ExitCode != 3 || string(ee.Stderr) != "boom" {
+		t.Errorf("Output error = %v", err)
+	}
+	sentinel := errors.New("stream broke")
+	if _, err = Output(context.Background(), scripted{err: sentinel}, "c", "x"); !errors.Is(err, sentinel) {
+		t.Errorf("Output error = %v", err)
+	}
+}
