@@ -8,5 +8,6 @@ if [[ -n "$unformatted" ]]; then
   echo "gofmt would change:" >&2; echo "$unformatted" >&2; exit 1
 fi
 go vet ./...
+go vet -tags e2e ./e2e/...
 if [[ -f examples/go.mod ]]; then (cd examples && go vet ./...); fi
 echo "lint: ok"

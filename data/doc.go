@@ -1,0 +1,15 @@
+// Package data holds capd-e2e's CAPD cluster templates: plain YAML files,
+// one per clusterctl flavor, that config/e2e.yaml copies into the local
+// clusterctl repository of the docker provider.
+//
+//	cluster-template.yaml                  default flavor: quick-start
+//	cluster-template-upgrades.yaml         "upgrades": cluster-upgrade
+//	cluster-template-md-remediation.yaml   "md-remediation": machine health check, workers
+//	cluster-template-kcp-remediation.yaml  "kcp-remediation": machine health check, control plane
+//	cluster-template-self-hosted.yaml      "self-hosted": self-hosted
+//
+// There is no Go code here, only the test that renders every template the
+// way the suite does (upstream's CreateRepository with the CNI injected,
+// then clusterctl's template processing) and decodes the result into
+// Cluster API's and CAPD's Go types.
+package data

@@ -1,0 +1,353 @@
+package data_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	addonsv1 "sigs.k8s.io/cluster-api/api/addons/v1beta2"
+	bootstrapv1 "sigs.k8s.io/cluster-api/api/bootstrap/kubeadm/v1beta2"
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
+	infrav1 "sigs.k8s.io/cluster-api/test/infrastructure/docker/api/v1beta2"
+
+	"github.com/capd-e2e/capd-e2e/framework/config"
+	"github.com/capd-e2e/capd-e2e/framework/config/upstream"
+)
+
+// The templates are rendered with upstream's own machinery, which reports
+// through Gomega and Ginkgo: hence a Ginkgo suite inside `go test`.
+func TestTemplates(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "CAPD cluster templates")
+}
+
+const (
+	configFile          = "../config/e2e.yaml"
+	dockerVersion       = "v1.14.2"
+	clusterName         = "c1"
+	namespace           = "templates-test"
+	cpCount       int64 = 3
+	workerCount   int64 = 2
+)
+
+// A stand-in CNI manifest: two documents, indentation, a trailing newline;
+// what matters is that it lands in the ConfigMap byte for byte.
+const cniManifest = `apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: kube-router
+  namespace: kube-system
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: kube-router
+  namespace: kube-system
+spec:
+  template:
+    spec:
+      containers:
+      - name: kube-router
+        args: ["--run-router=true", "--bgp-graceful-restart=true"]
+`
+
+type flavor struct {
+	name string // clusterctl flavor; "" is the default one
+	file string
+	// kinds maps each kind to how many objects of it the template has.
+	kinds map[string]int
+	// variables are passed the way a spec passes ClusterctlVariables.
+	variables map[string]string
+	check     func(objs []client.Object, vars map[string]string)
+}
+
+func baseKinds(extra map[string]int) map[string]int {
+	k := map[string]int{
+		"Cluster": 1, "DockerCluster": 1, "KubeadmControlPlane": 1, "DockerMachineTemplate": 2,
+		"KubeadmConfigTemplate": 1, "MachineDeployment": 1, "ConfigMap": 1, "ClusterResourceSet": 1,
+	}
+	for kind, n := range extra {
+		k[kind] = n
+	}
+	return k
+}
+
+var flavors = []flavor{
+	{name: "", file: "cluster-template.yaml", kinds: baseKinds(nil)},
+	{
+		name: "upgrades", file: "cluster-template-upgrades.yaml",
+		kinds: baseKinds(map[string]int{"DockerMachineTemplate": 4}),
+		check: func(objs []client.Object, vars map[string]string) {
+			to := "kindest/node:" + vars["KUBERNETES_VERSION_UPGRADE_TO"]
+			for _, n := range []string{clusterName + "-control-plane-upgrade-to", clusterName + "-md-0-upgrade-to"} {
+				dmt := find[*infrav1.DockerMachineTemplate](objs, n)
+				Expect(dmt.Spec.Template.Spec.CustomImage).To(Equal(to), "template %s", n)
+			}
+		},
+	},
+	{
+		name: "md-remediation", file: "cluster-template-md-remediation.yaml",
+		kinds: baseKinds(map[string]int{"MachineHealthCheck": 1}),
+		check: func(objs []client.Object, _ map[string]string) {
+			mhc := find[*clusterv1.MachineHealthCheck](objs, clusterName+"-mhc-0")
+			md := find[*clusterv1.MachineDeployment](objs, clusterName+"-md-0")
+			Expect(md.Spec.Template.Labels).To(HaveKeyWithValue("e2e.remediation.label", ""))
+			Expect(mhc.Spec.Selector.MatchLabels).To(Equal(map[string]string{"e2e.remediation.label": ""}))
+			checkMHC(mhc)
+		},
+	},
+	{
+		name: "kcp-remediation", file: "cluster-template-kcp-remediation.yaml",
+		kinds: baseKinds(map[string]int{"MachineHealthCheck": 1}),
+		check: func(objs []client.Object, _ map[string]string) {
+			mhc := find[*clusterv1.MachineHealthCheck](objs, clusterName+"-mhc-0")
+			Expect(mhc.Spec.Selector.MatchLabels).To(Equal(map[string]string{clusterv1.MachineControlPlaneLabel: ""}))
+			checkMHC(mhc)
+		},
+	},
+	{
+		name: "self-hosted", file: "cluster-template-self-hosted.yaml",
+		kinds:     baseKinds(nil),
+		variables: map[string]string{"DOCKER_PRELOAD_IMAGES": `["registry.k8s.io/cluster-api/capd-manager:v1.14.2","capd-e2e/cert-manager-substitute:v1.21.2"]`},
+		check: func(objs []client.Object, _ map[string]string) {
+			for _, n := range []string{clusterName + "-control-plane", clusterName + "-md-0"} {
+				dmt := find[*infrav1.DockerMachineTemplate](objs, n)
+				Expect(dmt.Spec.Template.Spec.ExtraMounts).To(ContainElement(infrav1.Mount{ContainerPath: "/var/run/docker.sock", HostPath: "/var/run/docker.sock"}), "template %s", n)
+				Expect(dmt.Spec.Template.Spec.PreLoadImages).To(Equal([]string{"registry.k8s.io/cluster-api/capd-manager:v1.14.2", "capd-e2e/cert-manager-substitute:v1.21.2"}), "template %s", n)
+			}
+		},
+	},
+}
+
+// checkMHC checks what the machine-health-check spec relies on: a stopped
+// machine (Ready=Unknown) and the fast mode's condition are both unhealthy.
+func checkMHC(mhc *clusterv1.MachineHealthCheck) {
+	Expect(mhc.Spec.ClusterName).To(Equal(clusterName))
+	Expect(mhc.Spec.Checks.UnhealthyNodeConditions).To(ContainElement(clusterv1.UnhealthyNodeCondition{
+		Type: corev1.NodeReady, Status: corev1.ConditionUnknown, TimeoutSeconds: ptr.To[int32](30),
+	}))
+	Expect(mhc.Spec.Checks.UnhealthyNodeConditions).To(ContainElement(HaveField("Type", corev1.NodeConditionType("e2e.remediation.condition"))))
+}
+
+var _ = Describe("CAPD cluster templates", Ordered, func() {
+	var (
+		e2eConfig     *clusterctl.E2EConfig
+		clusterctlCfg string
+		logFolder     string
+	)
+
+	BeforeAll(func(ctx SpecContext) {
+		cfg, err := config.Load(configFile)
+		Expect(err).ToNot(HaveOccurred())
+		full, err := upstream.E2EConfig(cfg)
+		Expect(err).ToNot(HaveOccurred())
+
+		// A repository with only the docker provider, whose components are
+		// a placeholder (templates do not depend on them), and every
+		// template of this folder: the rendering does not need `make
+		// images` to have run.
+		tmp := GinkgoT().TempDir()
+		logFolder = filepath.Join(tmp, "logs")
+		components := filepath.Join(tmp, "infrastructure-components.yaml")
+		Expect(os.WriteFile(components, []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: capd-system\n"), 0o644)).To(Succeed())
+		metadata := filepath.Join(tmp, "metadata.yaml")
+		Expect(os.WriteFile(metadata, []byte("apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3\nkind: Metadata\nreleaseSeries:\n- major: 1\n  minor: 14\n  contract: v1beta2\n"), 0o644)).To(Succeed())
+		cni := filepath.Join(tmp, "cni.yaml")
+		Expect(os.WriteFile(cni, []byte(cniManifest), 0o644)).To(Succeed())
+
+		files := []clusterctl.Files{{SourcePath: metadata, TargetName: "metadata.yaml"}}
+		for _, f := range flavors {
+			abs, err := filepath.Abs(f.file)
+			Expect(err).ToNot(HaveOccurred())
+			files = append(files, clusterctl.Files{SourcePath: abs, TargetName: f.file})
+		}
+		e2eConfig = full.DeepCopy()
+		e2eConfig.Providers = []clusterctl.ProviderConfig{{
+			Name: "docker", Type: "InfrastructureProvider",
+			Versions: []clusterctl.ProviderVersionSource{{
+				Name: dockerVersion, Value: components, Type: clusterctl.URLSource, Contract: "v1beta2", Files: files,
+			}},
+		}}
+		in := clusterctl.CreateRepositoryInput{E2EConfig: e2eConfig, RepositoryFolder: filepath.Join(tmp, "repository")}
+		in.RegisterClusterResourceSetConfigMapTransformation(cni, "CNI_RESOURCES")
+		clusterctlCfg = clusterctl.CreateRepository(ctx, in)
+	})
+
+	It("has a test case for every template in the folder", func() {
+		found, err := filepath.Glob("cluster-template*.yaml")
+		Expect(err).ToNot(HaveOccurred())
+		var tested []string
+		for _, f := range flavors {
+			tested = append(tested, f.file)
+		}
+		Expect(found).To(ConsistOf(tested))
+	})
+
+	for _, f := range flavors {
+		name := f.name
+		if name == "" {
+			name = "default"
+		}
+		It(fmt.Sprintf("renders the %s flavor (%s) into valid v1beta2 objects", name, f.file), func(ctx SpecContext) {
+			version := e2eConfig.MustGetVariable("KUBERNETES_VERSION")
+			if f.name == "upgrades" {
+				version = e2eConfig.MustGetVariable("KUBERNETES_VERSION_UPGRADE_FROM")
+			}
+			out := clusterctl.ConfigCluster(ctx, clusterctl.ConfigClusterInput{
+				LogFolder:                logFolder,
+				ClusterctlConfigPath:     clusterctlCfg,
+				InfrastructureProvider:   "docker:" + dockerVersion,
+				Flavor:                   f.name,
+				Namespace:                namespace,
+				ClusterName:              clusterName,
+				KubernetesVersion:        version,
+				ControlPlaneMachineCount: ptr.To(cpCount),
+				WorkerMachineCount:       ptr.To(workerCount),
+				ClusterctlVariables:      f.variables,
+			})
+
+			Expect(regexp.MustCompile(`\$\{[^}]*\}?`).FindAll(out, -1)).To(BeEmpty(), "unresolved variables in:\n%s", out)
+
+			objs := decodeStrict(out)
+			kinds := map[string]int{}
+			for _, o := range objs {
+				kinds[o.GetObjectKind().GroupVersionKind().Kind]++
+				Expect(o.GetNamespace()).To(Equal(namespace), "%T %s", o, o.GetName())
+			}
+			Expect(kinds).To(Equal(f.kinds))
+
+			vars := map[string]string{"KUBERNETES_VERSION_UPGRADE_TO": e2eConfig.MustGetVariable("KUBERNETES_VERSION_UPGRADE_TO")}
+			checkCommon(objs, version, e2eConfig)
+			if f.check != nil {
+				f.check(objs, vars)
+			}
+		})
+	}
+})
+
+// Separate from the Ordered container above so that a config not yet
+// pointing here does not hide what the rendering tests find.
+var _ = Describe("config/e2e.yaml", func() {
+	It("are all listed, from this folder, by config/e2e.yaml's docker provider", func() {
+		cfg, err := config.Load(configFile)
+		Expect(err).ToNot(HaveOccurred())
+		var listed []string
+		for _, p := range cfg.Providers {
+			if p.Name != "docker" || p.Type != config.InfrastructureProvider {
+				continue
+			}
+			for _, v := range p.Versions {
+				for _, f := range append(slices.Clone(p.Files), v.Files...) {
+					listed = append(listed, filepath.Clean(f.SourcePath))
+				}
+			}
+		}
+		for _, f := range flavors {
+			Expect(listed).To(ContainElement(filepath.Join("..", "data", f.file)),
+				"config/e2e.yaml: the docker provider's files must include sourcePath ../data/%s", f.file)
+		}
+	})
+})
+
+// checkCommon checks what every flavor shares: the counts and version
+// clusterctl was given, the node image, the kubelet and kubeadm settings our
+// hosts need, and the CNI wiring.
+func checkCommon(objs []client.Object, version string, e2eConfig *clusterctl.E2EConfig) {
+	cluster := find[*clusterv1.Cluster](objs, clusterName)
+	Expect(cluster.Spec.InfrastructureRef).To(Equal(clusterv1.ContractVersionedObjectReference{
+		APIGroup: infrav1.GroupVersion.Group, Kind: "DockerCluster", Name: clusterName,
+	}))
+	Expect(cluster.Spec.ControlPlaneRef.Kind).To(Equal("KubeadmControlPlane"))
+	Expect(cluster.Spec.ClusterNetwork.Pods.CIDRBlocks).To(Equal([]string{e2eConfig.MustGetVariable("DOCKER_POD_CIDRS")}))
+	Expect(cluster.Spec.ClusterNetwork.Services.CIDRBlocks).To(Equal([]string{e2eConfig.MustGetVariable("DOCKER_SERVICE_CIDRS")}))
+
+	kcp := find[*controlplanev1.KubeadmControlPlane](objs, clusterName+"-control-plane")
+	Expect(kcp.Spec.Replicas).To(Equal(ptr.To(int32(cpCount))))
+	Expect(kcp.Spec.Version).To(Equal(version))
+	cpTemplate := find[*infrav1.DockerMachineTemplate](objs, kcp.Spec.MachineTemplate.Spec.InfrastructureRef.Name)
+	Expect(cpTemplate.Spec.Template.Spec.CustomImage).To(Equal("kindest/node:" + version))
+	checkNodeRegistration(kcp.Spec.KubeadmConfigSpec.InitConfiguration.NodeRegistration)
+	checkNodeRegistration(kcp.Spec.KubeadmConfigSpec.JoinConfiguration.NodeRegistration)
+
+	md := find[*clusterv1.MachineDeployment](objs, clusterName+"-md-0")
+	Expect(md.Spec.Replicas).To(Equal(ptr.To(int32(workerCount))))
+	Expect(md.Spec.Template.Spec.Version).To(Equal(version))
+	mdTemplate := find[*infrav1.DockerMachineTemplate](objs, md.Spec.Template.Spec.InfrastructureRef.Name)
+	Expect(mdTemplate.Spec.Template.Spec.CustomImage).To(Equal("kindest/node:" + version))
+	kct := find[*bootstrapv1.KubeadmConfigTemplate](objs, md.Spec.Template.Spec.Bootstrap.ConfigRef.Name)
+	checkNodeRegistration(kct.Spec.Template.Spec.JoinConfiguration.NodeRegistration)
+
+	crs := find[*addonsv1.ClusterResourceSet](objs, clusterName+"-crs-0")
+	Expect(crs.Spec.ClusterSelector.MatchLabels).To(Equal(map[string]string{"cni": cluster.Labels["cni"]}))
+	Expect(crs.Spec.Resources).To(HaveLen(1))
+	cm := find[*corev1.ConfigMap](objs, crs.Spec.Resources[0].Name)
+	Expect(cm.Data).To(Equal(map[string]string{"resources": cniManifest}), "the CNI manifest, byte for byte")
+}
+
+func checkNodeRegistration(nr bootstrapv1.NodeRegistrationOptions) {
+	Expect(nr.KubeletExtraArgs).To(ContainElement(bootstrapv1.Arg{Name: "fail-cgroupv1", Value: ptr.To("false")}))
+	Expect(nr.KubeletExtraArgs).To(ContainElement(bootstrapv1.Arg{Name: "eviction-hard", Value: ptr.To("nodefs.available<0%,nodefs.inodesFree<0%,imagefs.available<0%")}))
+	Expect(nr.IgnorePreflightErrors).To(ContainElement("SystemVerification"))
+}
+
+// decodeStrict decodes every document into its Go type, failing on unknown
+// kinds, unknown fields and duplicate fields.
+func decodeStrict(yamlDocs []byte) []client.Object {
+	scheme := apiruntime.NewScheme()
+	for _, add := range []func(*apiruntime.Scheme) error{
+		corev1.AddToScheme, clusterv1.AddToScheme, bootstrapv1.AddToScheme,
+		controlplanev1.AddToScheme, addonsv1.AddToScheme, infrav1.AddToScheme,
+	} {
+		Expect(add(scheme)).To(Succeed())
+	}
+	decoder := serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+
+	var objs []client.Object
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(yamlDocs)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		Expect(err).ToNot(HaveOccurred())
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		obj, gvk, err := decoder.Decode(doc, nil, nil)
+		Expect(err).ToNot(HaveOccurred(), "decode:\n%s", doc)
+		co, ok := obj.(client.Object)
+		Expect(ok).To(BeTrue(), "%s is not an object", gvk)
+		objs = append(objs, co)
+	}
+	return objs
+}
+
+// find returns the object of type T named name.
+func find[T client.Object](objs []client.Object, name string) T {
+	for _, o := range objs {
+		if t, ok := o.(T); ok && o.GetName() == name {
+			return t
+		}
+	}
+	var zero T
+	Fail(fmt.Sprintf("no %T named %q among the rendered objects", zero, name))
+	return zero
+}

@@ -1,0 +1,21 @@
+//go:build e2e
+
+package e2e
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/capd-e2e/capd-e2e/e2e/specs"
+)
+
+var _ = Describe("When a worker machine fails", func() {
+	specs.MachineHealthCheckSpec(func() specs.MachineHealthCheckSpecInput {
+		return specs.MachineHealthCheckSpecInput{CommonInput: commonInput(), Mode: specs.WorkerRemediation}
+	})
+})
+
+var _ = Describe("When a control-plane machine fails", func() {
+	specs.MachineHealthCheckSpec(func() specs.MachineHealthCheckSpecInput {
+		return specs.MachineHealthCheckSpecInput{CommonInput: commonInput(), Mode: specs.ControlPlaneRemediation}
+	})
+})

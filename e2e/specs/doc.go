@@ -1,0 +1,69 @@
+// Package specs holds capd-e2e's reusable end-to-end specs for Cluster API
+// providers, to be called from a Ginkgo suite, as upstream's
+// sigs.k8s.io/cluster-api/test/e2e specs are:
+//
+//	QuickStartSpec          a cluster from a template: Available, every Machine Ready, deleted cleanly
+//	ClusterUpgradeSpec      control plane (with etcd and CoreDNS), then workers, to a new Kubernetes version
+//	MachineHealthCheckSpec  a Machine broken for real (container stopped) is replaced by a new one with a new Node
+//	SelfHostedSpec          clusterctl init and move into the workload cluster, no rollout, move back
+//
+// Each XSpec takes a func returning its XSpecInput, called when the spec
+// runs (after the suite's setup has filled in the management cluster), and
+// registers one It with its labels (labels.go), a SpecTimeout and its
+// cleanup. Every input embeds CommonInput; optional fields say what happens
+// when they are unset.
+//
+// What every spec does besides its own checks:
+//
+//   - a namespace "<spec>-<random>" in the management cluster, its events
+//     streamed to clusters/bootstrap/resources/<namespace>/events.log;
+//   - a cluster "<spec>-<random>" created phase by phase (template, apply,
+//     infrastructure, control plane initialised, control plane ready,
+//     workers), each wait bounded by the config's intervals: a missing
+//     interval fails the spec rather than falling back to a silent default;
+//   - in its cleanup, even when the spec failed before the Cluster existed:
+//     clusterctl describe, the namespace's resources, the workload cluster's
+//     Pods and Nodes, every machine's logs collected at once
+//     (clusters/<cluster>/machines/<container>/, infrastructure/), the
+//     container snapshot (clusters/<cluster>/containers.txt), then the
+//     cluster's deletion (wait-delete-cluster), the namespace's, and a leak
+//     check that fails the spec if any container of the cluster is left;
+//   - clusters/<cluster>/summary.txt (and summary.json): every phase's
+//     start and duration and, on failure, the failing phase, the
+//     conditions of the Cluster, control plane, MachineDeployments and
+//     Machines, and the container table. It is written even when the spec
+//     failed, timed out or panicked.
+//
+// Spec logic lives here; wiring (flags, the management cluster, the
+// clusterctl repository) lives in the suite. A provider's suite, with its
+// own config and management cluster, calls the specs like this:
+//
+//	var _ = Describe("Quick start", func() {
+//		specs.QuickStartSpec(func() specs.QuickStartSpecInput {
+//			return specs.QuickStartSpecInput{CommonInput: specs.CommonInput{
+//				E2EConfig:             e2eConfig,
+//				ClusterctlConfigPath:  clusterctlConfigPath,
+//				BootstrapClusterProxy: bootstrapClusterProxy,
+//				ArtifactFolder:        artifactFolder,
+//				SkipCleanup:           skipCleanup,
+//				Runtime:               rt, // e.g. moby.New(moby.Config{})
+//			}}
+//		})
+//	})
+//
+//	var _ = Describe("Control-plane remediation", func() {
+//		specs.MachineHealthCheckSpec(func() specs.MachineHealthCheckSpecInput {
+//			return specs.MachineHealthCheckSpecInput{CommonInput: common, Mode: specs.ControlPlaneRemediation}
+//		})
+//	})
+//
+// and runs them with, e.g., ginkgo --label-filter=PR-Blocking.
+//
+// The cluster templates the specs use by default are in data/ at the
+// repository root; a provider brings its own flavors of the same names, or
+// sets Flavor.
+//
+// This package must not build the management cluster, the clusterctl
+// repository or images, and must not sleep: every wait is an Eventually or
+// Consistently bounded by the config's intervals.
+package specs

@@ -1,0 +1,341 @@
+package specs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/test/framework"
+	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
+
+	"github.com/capd-e2e/capd-e2e/framework/logs"
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
+)
+
+// RemediationMode says which Machines the machine-health-check spec breaks.
+type RemediationMode string
+
+const (
+	// WorkerRemediation breaks a MachineDeployment's Machine; its
+	// MachineSet replaces it.
+	WorkerRemediation RemediationMode = "worker"
+	// ControlPlaneRemediation breaks one of three control-plane Machines;
+	// the KubeadmControlPlane replaces it without losing etcd quorum.
+	ControlPlaneRemediation RemediationMode = "control-plane"
+)
+
+// Fault is how the machine-health-check spec makes a Machine unhealthy.
+type Fault string
+
+const (
+	// FaultStopContainer stops the machine's container at once (no grace
+	// period), as a machine that loses power: the kubelet stops reporting
+	// and the node controller turns the Node Ready=Unknown after its grace
+	// period. This is what a real provider's machine failure looks like.
+	FaultStopContainer Fault = "stop-container"
+	// FaultDisconnectNetwork cuts the machine's container off every network
+	// it is attached to: the machine keeps running but nobody hears from
+	// it, so the Node turns Ready=Unknown as above.
+	FaultDisconnectNetwork Fault = "disconnect-network"
+	// FaultNodeCondition sets the first non-Ready condition the
+	// MachineHealthCheck watches (e2e.remediation.condition in our
+	// templates) to its unhealthy status on the Node, as upstream's
+	// md-remediation spec does. It is faster (no grace period) but the
+	// machine itself stays healthy.
+	FaultNodeCondition Fault = "node-condition"
+)
+
+// MachineHealthCheckSpecInput is the input of MachineHealthCheckSpec.
+type MachineHealthCheckSpecInput struct {
+	CommonInput
+
+	// Mode says which Machines are broken. If unset, WorkerRemediation.
+	Mode RemediationMode
+
+	// Fault is how the Machine is made unhealthy. If unset,
+	// FaultStopContainer.
+	Fault Fault
+
+	// Flavor is the cluster template flavor; it must include a
+	// MachineHealthCheck that selects the Machines of Mode. If unset,
+	// "md-remediation" for workers, "kcp-remediation" for the control
+	// plane.
+	Flavor *string
+
+	// ControlPlaneMachineCount is the number of control-plane machines. If
+	// unset, 1 for workers, 3 for the control plane (the fewest with which
+	// the KubeadmControlPlane remediates).
+	ControlPlaneMachineCount *int64
+
+	// WorkerMachineCount is the number of worker machines. If unset, 1 for
+	// workers, 0 for the control plane.
+	WorkerMachineCount *int64
+
+	// ControlPlaneWaiters replace the waits for the control plane at
+	// creation, as upstream's. If unset, the KubeadmControlPlane waits.
+	ControlPlaneWaiters clusterctl.ControlPlaneWaiters
+
+	// PostMachinesProvisioned is called once the cluster is created, before
+	// the fault. If unset, nothing is called.
+	PostMachinesProvisioned func(managementClusterProxy framework.ClusterProxy, workloadClusterNamespace, workloadClusterName string)
+}
+
+// MachineHealthCheckSpec creates a cluster with a MachineHealthCheck, makes
+// one of the Machines it watches unhealthy (by default for real: its
+// container is stopped through the runtime), and checks the whole
+// remediation: the Machine is marked unhealthy, it is deleted, its Node and
+// container are gone, and a new Machine (different name and UID) with a new,
+// Ready Node takes its place; the Cluster is Available again at the end.
+// Upstream's md-remediation spec only waited for the Machine count to be
+// back, which a Machine that was never replaced also satisfies.
+//
+// Spec name: "md-remediation" (WorkerRemediation) or "kcp-remediation"
+// (ControlPlaneRemediation), as upstream's. Intervals: those of the
+// quick-start, plus wait-machine-remediation (each of: marked unhealthy,
+// deleted, replaced).
+func MachineHealthCheckSpec(inputGetter func() MachineHealthCheckSpecInput) {
+	It("replaces an unhealthy Machine with a new Machine and a new Node",
+		Label(LabelRemediation), SpecTimeout(MachineHealthCheckTimeout),
+		func(ctx SpecContext) {
+			in := inputGetter()
+			mode := in.Mode
+			if mode == "" {
+				mode = WorkerRemediation
+			}
+			fault := in.Fault
+			if fault == "" {
+				fault = FaultStopContainer
+			}
+			spec, flavor, cp, workers := "md-remediation", "md-remediation", int64(1), int64(1)
+			switch mode {
+			case WorkerRemediation:
+			case ControlPlaneRemediation:
+				spec, flavor, cp, workers = "kcp-remediation", "kcp-remediation", 3, 0
+			default:
+				Fail(fmt.Sprintf("MachineHealthCheckSpec: unknown Mode %q", mode))
+			}
+			Expect([]Fault{FaultStopContainer, FaultDisconnectNetwork, FaultNodeCondition}).To(ContainElement(fault), "MachineHealthCheckSpec: unknown Fault")
+
+			r := begin(ctx, spec, in.CommonInput)
+			r.summary.Set("mode", string(mode))
+			r.summary.Set("fault", string(fault))
+			res := r.createCluster(ctx, createOptions{
+				flavor:                  deref(in.Flavor, flavor),
+				kubernetesVersion:       r.variable(varKubernetesVersion),
+				controlPlaneCount:       deref(in.ControlPlaneMachineCount, cp),
+				workerCount:             deref(in.WorkerMachineCount, workers),
+				waiters:                 in.ControlPlaneWaiters,
+				postMachinesProvisioned: in.PostMachinesProvisioned,
+			})
+			m := &mhcRun{run: r, mode: mode, fault: fault, cluster: res.Cluster}
+			m.pickTarget(ctx)
+			m.injectFault(ctx)
+			m.waitUnhealthy(ctx)
+			m.waitDeleted(ctx)
+			m.waitReplaced(ctx)
+			r.verifyClusterHealthy(ctx, r.in.BootstrapClusterProxy)
+		})
+}
+
+// mhcRun is the state of one machine-health-check spec run.
+type mhcRun struct {
+	*run
+	mode    RemediationMode
+	fault   Fault
+	cluster *clusterv1.Cluster
+
+	mhc *clusterv1.MachineHealthCheck
+	// before are the names of the Machines the MachineHealthCheck selected
+	// before the fault.
+	before []string
+	// target is the Machine made unhealthy; its node and container names
+	// are kept to check they are gone.
+	target    clusterv1.Machine
+	node      string
+	container string
+}
+
+// selected lists the Machines of the mode that the MachineHealthCheck
+// selects, sorted by name.
+func (m *mhcRun) selected(ctx context.Context) []clusterv1.Machine {
+	machines := framework.GetMachinesByMachineHealthCheck(ctx, framework.GetMachinesByMachineHealthCheckInput{
+		Lister: m.mgmt.GetClient(), ClusterName: m.clusterName, MachineHealthCheck: m.mhc,
+	})
+	machines = slices.DeleteFunc(machines, func(mc clusterv1.Machine) bool {
+		_, cp := mc.Labels[clusterv1.MachineControlPlaneLabel]
+		return cp != (m.mode == ControlPlaneRemediation)
+	})
+	slices.SortFunc(machines, func(a, b clusterv1.Machine) int { return strings.Compare(a.Name, b.Name) })
+	return machines
+}
+
+func (m *mhcRun) pickTarget(ctx context.Context) {
+	m.step("pick a Machine watched by the MachineHealthCheck", func() {
+		mhcs := framework.GetMachineHealthChecksForCluster(ctx, framework.GetMachineHealthChecksForClusterInput{
+			Lister: m.mgmt.GetClient(), ClusterName: m.clusterName, Namespace: m.namespace,
+		})
+		Expect(mhcs).ToNot(BeEmpty(), "the template must include a MachineHealthCheck for the cluster")
+		for _, mhc := range mhcs {
+			m.mhc = mhc
+			if machines := m.selected(ctx); len(machines) > 0 {
+				break
+			}
+		}
+		machines := m.selected(ctx)
+		Expect(machines).ToNot(BeEmpty(), "no MachineHealthCheck of the cluster selects a %s Machine", m.mode)
+		for _, mc := range machines {
+			m.before = append(m.before, mc.Name)
+		}
+		m.target = machines[0]
+		Expect(m.target.Status.NodeRef.IsDefined()).To(BeTrue(), "Machine %s has no Node", m.target.Name)
+		m.node = m.target.Status.NodeRef.Name
+		m.container = logs.ContainerName(m.clusterName, m.target.Name)
+		m.summary.Set("unhealthy machine", fmt.Sprintf("%s (uid %s, node %s, container %s)", m.target.Name, m.target.UID, m.node, m.container))
+		fmt.Fprintf(GinkgoWriter, "MachineHealthCheck %s selects %v; breaking %s\n", m.mhc.Name, m.before, m.target.Name)
+	})
+}
+
+func (m *mhcRun) injectFault(ctx context.Context) {
+	m.step(fmt.Sprintf("make Machine unhealthy (%s)", m.fault), func() {
+		switch m.fault {
+		case FaultStopContainer:
+			// No grace period: the machine dies as if it lost power.
+			Expect(m.in.Runtime.Stop(ctx, m.container, 0)).To(Succeed())
+		case FaultDisconnectNetwork:
+			d, err := m.in.Runtime.InspectContainer(ctx, m.container)
+			Expect(err).ToNot(HaveOccurred())
+			Expect(d.Networks).ToNot(BeEmpty(), "container %s is attached to no network", m.container)
+			for network := range d.Networks {
+				Expect(m.in.Runtime.DisconnectNetwork(ctx, network, m.container)).To(Succeed())
+			}
+		case FaultNodeCondition:
+			var cond *clusterv1.UnhealthyNodeCondition
+			for i, c := range m.mhc.Spec.Checks.UnhealthyNodeConditions {
+				if c.Type != corev1.NodeReady {
+					cond = &m.mhc.Spec.Checks.UnhealthyNodeConditions[i]
+					break
+				}
+			}
+			Expect(cond).ToNot(BeNil(), "MachineHealthCheck %s watches no Node condition but Ready: nothing for %s to set", m.mhc.Name, FaultNodeCondition)
+			framework.PatchNodeCondition(ctx, framework.PatchNodeConditionInput{
+				ClusterProxy: m.mgmt,
+				Cluster:      m.cluster,
+				Machine:      m.target,
+				NodeCondition: corev1.NodeCondition{
+					Type: cond.Type, Status: cond.Status, LastTransitionTime: metav1.Now(),
+					Reason: "CAPDE2E", Message: "set by capd-e2e's machine-health-check spec",
+				},
+			})
+		}
+	})
+}
+
+// waitUnhealthy waits for the MachineHealthCheck to mark the Machine
+// unhealthy (or for the Machine to be gone already: remediation may be
+// quicker than a poll).
+func (m *mhcRun) waitUnhealthy(ctx context.Context) {
+	m.step("wait for the MachineHealthCheck to mark the Machine unhealthy", func() {
+		timeout, poll := m.durations("wait-machine-remediation")
+		Eventually(ctx, func(g Gomega) {
+			mc := &clusterv1.Machine{}
+			err := m.mgmt.GetClient().Get(ctx, client.ObjectKeyFromObject(&m.target), mc)
+			if apierrors.IsNotFound(err) || (err == nil && mc.UID != m.target.UID) {
+				return
+			}
+			g.Expect(err).ToNot(HaveOccurred())
+			g.Expect(mc.Status.Conditions).To(ContainElement(And(
+				HaveField("Type", clusterv1.MachineHealthCheckSucceededCondition),
+				HaveField("Status", metav1.ConditionFalse),
+			)), "Machine %s is not marked unhealthy", mc.Name)
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	})
+}
+
+func (m *mhcRun) waitDeleted(ctx context.Context) {
+	m.step("wait for the unhealthy Machine, its Node and its container to be gone", func() {
+		timeout, poll := m.durations("wait-machine-remediation")
+		Eventually(ctx, func() error {
+			mc := &clusterv1.Machine{}
+			err := m.mgmt.GetClient().Get(ctx, client.ObjectKeyFromObject(&m.target), mc)
+			switch {
+			case apierrors.IsNotFound(err):
+				return nil
+			case err != nil:
+				return err
+			case mc.UID != m.target.UID:
+				return nil // deleted, and a Machine of the same name made since
+			}
+			return fmt.Errorf("Machine %s still exists (deleting: %t)", mc.Name, !mc.DeletionTimestamp.IsZero())
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+		wl := m.mgmt.GetWorkloadCluster(ctx, m.namespace, m.clusterName)
+		defer wl.Dispose(ctx)
+		Eventually(ctx, func() error {
+			err := wl.GetClient().Get(ctx, types.NamespacedName{Name: m.node}, &corev1.Node{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("Node %s still exists (%v)", m.node, err)
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+		// CAPD removes the container before the Machine goes; anything
+		// else is a leak of the real provider's kind.
+		Eventually(ctx, func() error {
+			_, err := m.in.Runtime.InspectContainer(ctx, m.container)
+			if errors.Is(err, runtime.ErrNotFound) {
+				return nil
+			}
+			if err == nil {
+				return fmt.Errorf("container %s still exists", m.container)
+			}
+			return err
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+	})
+}
+
+func (m *mhcRun) waitReplaced(ctx context.Context) {
+	m.step("wait for a new Machine with a new, Ready Node", func() {
+		timeout, poll := m.durations("wait-machine-remediation")
+		wl := m.mgmt.GetWorkloadCluster(ctx, m.namespace, m.clusterName)
+		defer wl.Dispose(ctx)
+		var replacement clusterv1.Machine
+		Eventually(ctx, func(g Gomega) {
+			machines := m.selected(ctx)
+			g.Expect(machines).To(HaveLen(len(m.before)), "the MachineHealthCheck should select as many Machines as before")
+			var fresh []clusterv1.Machine
+			for _, mc := range machines {
+				g.Expect(mc.UID).ToNot(Equal(m.target.UID), "the unhealthy Machine is still there")
+				if !slices.Contains(m.before, mc.Name) {
+					fresh = append(fresh, mc)
+				}
+			}
+			g.Expect(fresh).To(HaveLen(1), "exactly one Machine should be new")
+			replacement = fresh[0]
+			g.Expect(replacement.Status.NodeRef.IsDefined()).To(BeTrue(), "new Machine %s has no Node yet", replacement.Name)
+			node := &corev1.Node{}
+			g.Expect(wl.GetClient().Get(ctx, types.NamespacedName{Name: replacement.Status.NodeRef.Name}, node)).To(Succeed())
+			g.Expect(node.Status.Conditions).To(ContainElement(And(
+				HaveField("Type", corev1.NodeReady), HaveField("Status", corev1.ConditionTrue),
+			)), "Node %s is not Ready", node.Name)
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+
+		Expect(replacement.Name).ToNot(Equal(m.target.Name))
+		Expect(replacement.UID).ToNot(Equal(m.target.UID))
+		Expect(replacement.Status.NodeRef.Name).ToNot(Equal(m.node), "the new Machine must have a new Node")
+		m.summary.Set("replacement machine", fmt.Sprintf("%s (uid %s, node %s)", replacement.Name, replacement.UID, replacement.Status.NodeRef.Name))
+		fmt.Fprintf(GinkgoWriter, "Machine %s (node %s) replaced by %s (node %s) at %s\n",
+			m.target.Name, m.node, replacement.Name, replacement.Status.NodeRef.Name, time.Now().UTC().Format(time.RFC3339))
+	})
+}

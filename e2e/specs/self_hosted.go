@@ -1,0 +1,314 @@
+package specs
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+	"sigs.k8s.io/cluster-api/test/framework"
+	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
+)
+
+// SelfHostedSpecInput is the input of SelfHostedSpec.
+type SelfHostedSpecInput struct {
+	CommonInput
+
+	// Flavor is the cluster template flavor; its machines must be able to
+	// run the provider's controllers (for CAPD: the host's Docker socket
+	// mounted). If unset, "self-hosted" (cluster-template-self-hosted.yaml).
+	Flavor *string
+
+	// ControlPlaneMachineCount is the number of control-plane machines. If
+	// unset, 1.
+	ControlPlaneMachineCount *int64
+
+	// WorkerMachineCount is the number of worker machines. If unset, 1.
+	WorkerMachineCount *int64
+
+	// ControlPlaneWaiters replace the waits for the control plane at
+	// creation, as upstream's. If unset, the KubeadmControlPlane waits.
+	ControlPlaneWaiters clusterctl.ControlPlaneWaiters
+
+	// PostMachinesProvisioned is called once the cluster is created. If
+	// unset, nothing is called.
+	PostMachinesProvisioned func(managementClusterProxy framework.ClusterProxy, workloadClusterNamespace, workloadClusterName string)
+
+	// PreClusterctlInit is called with the workload cluster before
+	// clusterctl init runs there, e.g. to install what the suite's
+	// clusterctl config tells clusterctl not to (cert-manager or a
+	// substitute). If unset, nothing is called.
+	PreClusterctlInit func(ctx context.Context, selfHostedClusterProxy framework.ClusterProxy)
+
+	// PreCleanupSelfHostedCluster is called with the self-hosted cluster
+	// before the cluster is moved back, as upstream's. If unset, nothing is
+	// called.
+	PreCleanupSelfHostedCluster func(selfHostedClusterProxy framework.ClusterProxy)
+
+	// PreloadImages, when the e2e config has a docker provider, sets
+	// DOCKER_PRELOAD_IMAGES to every image of the e2e config (plus those
+	// already in that variable), so that CAPD copies the controller images
+	// into the machines: the workload cluster can then run the providers
+	// without pulling anything. If unset, true.
+	PreloadImages *bool
+}
+
+// SelfHostedSpec turns a workload cluster into its own management cluster:
+// it creates the cluster, runs clusterctl init on it, moves the cluster's
+// Cluster API objects into it with clusterctl move, checks that the moved
+// controllers reconcile it (the Cluster's observed generation catches up and
+// it is no longer paused, no field is left owned by clusterctl) and that no
+// Machine is rolled out for a window long enough to see one (config
+// interval check-no-rollout), that the Cluster is Available and its Machines
+// Ready; then, in its cleanup, it moves the objects back to the bootstrap
+// cluster and deletes the cluster from there.
+//
+// Spec name: "self-hosted". Intervals: those of the quick-start, plus
+// wait-controllers and check-no-rollout (which has no upstream equivalent:
+// upstream sleeps three minutes).
+func SelfHostedSpec(inputGetter func() SelfHostedSpecInput) {
+	It("moves a cluster into itself, keeps it reconciled without a rollout, and moves it back",
+		Label(LabelSelfHosted, LabelClusterctl, LabelSlow), SpecTimeout(SelfHostedTimeout),
+		func(ctx SpecContext) {
+			in := inputGetter()
+			r := begin(ctx, "self-hosted", in.CommonInput)
+			vars := map[string]string{}
+			if deref(in.PreloadImages, true) && in.E2EConfig.HasDockerProvider() {
+				vars[varDockerPreloadImages] = preloadImages(in.E2EConfig)
+			}
+			res := r.createCluster(ctx, createOptions{
+				flavor:                  deref(in.Flavor, "self-hosted"),
+				kubernetesVersion:       r.variable(varKubernetesVersion),
+				controlPlaneCount:       deref(in.ControlPlaneMachineCount, 1),
+				workerCount:             deref(in.WorkerMachineCount, 1),
+				variables:               vars,
+				waiters:                 in.ControlPlaneWaiters,
+				postMachinesProvisioned: in.PostMachinesProvisioned,
+			})
+			bootstrap := r.in.BootstrapClusterProxy
+			s := &selfHostedRun{run: r, in: in}
+
+			r.step("prepare the workload cluster as a management cluster", func() {
+				s.proxy = bootstrap.GetWorkloadCluster(ctx, r.namespace, r.clusterName, framework.WithMachineLogCollector(r.collector))
+				s.watches, s.cancelWatches = context.WithCancel(context.WithoutCancel(ctx))
+				// Registered here, before the move, so that it runs after the
+				// move-back cleanup below (cleanups run last-in, first-out).
+				DeferCleanup(s.dispose)
+				framework.CreateNamespaceAndWatchEvents(s.watches, framework.CreateNamespaceAndWatchEventsInput{
+					Creator:   s.proxy.GetClient(),
+					ClientSet: s.proxy.GetClientSet(),
+					Name:      r.namespace,
+					LogFolder: r.clusterDir(),
+				})
+				if in.PostNamespaceCreated != nil {
+					in.PostNamespaceCreated(s.proxy, r.namespace)
+				}
+				if in.PreClusterctlInit != nil {
+					in.PreClusterctlInit(ctx, s.proxy)
+				}
+			})
+
+			r.step("clusterctl init on the workload cluster", func() {
+				clusterctl.InitManagementClusterAndWatchControllerLogs(s.watches, clusterctl.InitManagementClusterAndWatchControllerLogsInput{
+					ClusterProxy:              s.proxy,
+					ClusterctlConfigPath:      r.in.ClusterctlConfigPath,
+					InfrastructureProviders:   r.in.E2EConfig.InfrastructureProviders(),
+					IPAMProviders:             r.in.E2EConfig.IPAMProviders(),
+					RuntimeExtensionProviders: r.in.E2EConfig.RuntimeExtensionProviders(),
+					AddonProviders:            r.in.E2EConfig.AddonProviders(),
+					LogFolder:                 r.clusterDir(),
+				}, r.intervals("wait-controllers")...)
+			})
+
+			r.step("wait for every Machine to have a Node", func() {
+				// clusterctl move refuses Machines still provisioning.
+				framework.WaitForClusterMachineNodeRefs(ctx, framework.WaitForClusterMachineNodeRefsInput{
+					GetLister: bootstrap.GetClient(), Cluster: res.Cluster,
+				}, r.intervals("wait-worker-nodes")...)
+			})
+			before := s.rolloutState(ctx, bootstrap.GetClient())
+
+			r.step("clusterctl move to the self-hosted cluster", func() {
+				// Registered before the move: if the move fails half way,
+				// the move back still tries to bring the objects home.
+				DeferCleanup(s.moveBack, NodeTimeout(CleanupTimeout))
+				clusterctl.Move(ctx, clusterctl.MoveInput{
+					LogFolder:            r.bootstrapDir(),
+					ClusterctlConfigPath: r.in.ClusterctlConfigPath,
+					FromKubeconfigPath:   bootstrap.GetKubeconfigPath(),
+					ToKubeconfigPath:     s.proxy.GetKubeconfigPath(),
+					Namespace:            r.namespace,
+				})
+				r.mgmt = s.proxy
+				s.moved = true
+			})
+
+			r.step("wait for the moved cluster to be reconciled", func() {
+				timeout, poll := r.durations("wait-cluster")
+				Eventually(ctx, func(g Gomega) {
+					c := &clusterv1.Cluster{}
+					g.Expect(s.proxy.GetClient().Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.clusterName}, c)).To(Succeed())
+					g.Expect(c.Spec.Paused).To(Or(BeNil(), HaveValue(BeFalse())), "Cluster is still paused")
+					// Unpausing bumped the generation: the moved controllers
+					// have reconciled the Cluster once they caught up.
+					g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation), "the moved controllers have not reconciled the Cluster yet")
+					g.Expect(c.Status.Conditions).ToNot(ContainElement(And(
+						HaveField("Type", clusterv1.PausedCondition), HaveField("Status", metav1.ConditionTrue),
+					)), "Cluster reports Paused")
+					for _, f := range c.GetManagedFields() {
+						g.Expect(f.Manager).ToNot(Equal("clusterctl"), "clusterctl must not keep owning fields of the moved Cluster")
+					}
+				}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+			})
+
+			r.step("check that no Machine is rolled out", func() {
+				// The moved controllers enqueue every object when their
+				// caches sync, so a rollout caused by the move (a template or
+				// spec hash that differs after the round trip) makes the
+				// KubeadmControlPlane or MachineDeployment create a Machine
+				// or MachineSet within a reconcile or two of the step above.
+				// The window (self-hosted/check-no-rollout, two minutes by
+				// default) covers several such reconciles on a loaded CI
+				// machine, polling every few seconds so a Machine that
+				// appears and goes is still seen. Upstream sleeps three
+				// minutes and looks once.
+				timeout, poll := r.durations("check-no-rollout")
+				Consistently(ctx, func() rolloutState {
+					return s.rolloutState(ctx, s.proxy.GetClient())
+				}).WithTimeout(timeout).WithPolling(poll).Should(Equal(before), "Machines or MachineSets changed after the move")
+			})
+
+			r.verifyClusterHealthy(ctx, s.proxy)
+		})
+}
+
+// selfHostedRun is the state of one self-hosted spec run.
+type selfHostedRun struct {
+	*run
+	in    SelfHostedSpecInput
+	proxy framework.ClusterProxy
+	// watches carries the self-hosted cluster's event watch and controller
+	// log streams, which outlive the It; dispose cancels them.
+	watches       context.Context
+	cancelWatches context.CancelFunc
+	moved         bool
+}
+
+// rolloutState names a cluster's Machines and MachineSets. Names survive a
+// move (UIDs do not), and a rollout always makes new ones.
+type rolloutState struct {
+	Machines    []string
+	MachineSets []string
+}
+
+func (s *selfHostedRun) rolloutState(ctx context.Context, c client.Client) rolloutState {
+	opts := []client.ListOption{client.InNamespace(s.namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: s.clusterName}}
+	var st rolloutState
+	machines := &clusterv1.MachineList{}
+	Expect(c.List(ctx, machines, opts...)).To(Succeed())
+	for _, m := range machines.Items {
+		st.Machines = append(st.Machines, m.Name)
+	}
+	sets := &clusterv1.MachineSetList{}
+	Expect(c.List(ctx, sets, opts...)).To(Succeed())
+	for _, m := range sets.Items {
+		st.MachineSets = append(st.MachineSets, m.Name)
+	}
+	slices.Sort(st.Machines)
+	slices.Sort(st.MachineSets)
+	return st
+}
+
+// moveBack runs before the common cleanup: it collects the self-hosted
+// cluster's view, then moves the objects back to the bootstrap cluster, so
+// that the common cleanup deletes the cluster from there. If the move back
+// fails, the Cluster is left where it is (deleting it from inside itself
+// would pull the floor from under its own controllers): the common cleanup
+// then skips the deletion, and the leak check removes the containers and
+// fails the spec.
+func (s *selfHostedRun) moveBack(ctx SpecContext) {
+	holder := s.proxy
+	if !s.moved {
+		// The move failed part way: the Cluster is wherever clusterctl left
+		// it. Nothing to do if it is still in the bootstrap cluster.
+		s.mgmt = s.in.BootstrapClusterProxy
+		if s.clusterExists(ctx) {
+			return
+		}
+		s.mgmt = s.proxy
+		if !s.clusterExists(ctx) {
+			s.mgmt = s.in.BootstrapClusterProxy
+			return
+		}
+	}
+	if s.in.PreCleanupSelfHostedCluster != nil {
+		s.tryStep("cleanup: pre-cleanup hook on the self-hosted cluster", func() error {
+			s.in.PreCleanupSelfHostedCluster(s.proxy)
+			return nil
+		})
+	}
+	s.tryStep("cleanup: dump the self-hosted cluster's resources", func() error {
+		framework.DumpAllResources(ctx, framework.DumpAllResourcesInput{
+			Lister:               s.proxy.GetClient(),
+			KubeConfigPath:       s.proxy.GetKubeconfigPath(),
+			ClusterctlConfigPath: s.in.ClusterctlConfigPath,
+			Namespace:            s.namespace,
+			LogPath:              filepath.Join(s.clusterDir(), "resources-self-hosted"),
+		})
+		return nil
+	})
+
+	s.mgmt = nil // unknown until the move back is done
+	s.step("cleanup: clusterctl move back to the bootstrap cluster", func() {
+		cluster := &clusterv1.Cluster{}
+		Expect(holder.GetClient().Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: s.clusterName}, cluster)).To(Succeed())
+		framework.WaitForClusterMachineNodeRefs(ctx, framework.WaitForClusterMachineNodeRefsInput{
+			GetLister: holder.GetClient(), Cluster: cluster,
+		}, s.intervals("wait-worker-nodes")...)
+		clusterctl.Move(ctx, clusterctl.MoveInput{
+			LogFolder:            s.clusterDir(),
+			ClusterctlConfigPath: s.in.ClusterctlConfigPath,
+			FromKubeconfigPath:   holder.GetKubeconfigPath(),
+			ToKubeconfigPath:     s.in.BootstrapClusterProxy.GetKubeconfigPath(),
+			Namespace:            s.namespace,
+		})
+		s.mgmt = s.in.BootstrapClusterProxy
+		s.moved = false
+		framework.DiscoveryAndWaitForCluster(ctx, framework.DiscoveryAndWaitForClusterInput{
+			Getter: s.mgmt.GetClient(), Namespace: s.namespace, Name: s.clusterName,
+		}, s.intervals("wait-cluster")...)
+	})
+}
+
+// dispose stops the self-hosted cluster's watches and releases its proxy.
+// It runs after the move back, before the common cleanup.
+func (s *selfHostedRun) dispose(ctx SpecContext) {
+	if s.cancelWatches != nil {
+		s.cancelWatches()
+	}
+	if s.proxy != nil {
+		s.proxy.Dispose(ctx)
+	}
+}
+
+// preloadImages is DOCKER_PRELOAD_IMAGES extended with every image of the
+// e2e config, as a YAML flow list.
+func preloadImages(c *clusterctl.E2EConfig) string {
+	var images []string
+	if list := strings.Trim(strings.TrimSpace(c.GetVariableOrEmpty(varDockerPreloadImages)), "[]"); strings.TrimSpace(list) != "" {
+		for _, i := range strings.Split(list, ",") {
+			images = append(images, strings.TrimSpace(i))
+		}
+	}
+	for _, i := range c.Images {
+		images = append(images, fmt.Sprintf("%q", i.Name))
+	}
+	return "[" + strings.Join(images, ",") + "]"
+}

@@ -1,0 +1,75 @@
+package specs
+
+import (
+	"slices"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+
+	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
+)
+
+// The spec tree as a suite would build it. PreviewSpecs walks it without
+// running anything, so the input getters are never called; what it checks
+// is what Ginkgo only checks at tree construction: that each spec's
+// decorators (labels, SpecTimeout on an interruptible body) are valid.
+var _ = Describe("capd-e2e specs", func() {
+	never := func() CommonInput { panic("an input getter was called while previewing") }
+	QuickStartSpec(func() QuickStartSpecInput { return QuickStartSpecInput{CommonInput: never()} })
+	ClusterUpgradeSpec(func() ClusterUpgradeSpecInput { return ClusterUpgradeSpecInput{CommonInput: never()} })
+	MachineHealthCheckSpec(func() MachineHealthCheckSpecInput {
+		return MachineHealthCheckSpecInput{CommonInput: never()}
+	})
+	SelfHostedSpec(func() SelfHostedSpecInput { return SelfHostedSpecInput{CommonInput: never()} })
+})
+
+func TestSpecTree(t *testing.T) {
+	report := PreviewSpecs("capd-e2e specs")
+	if !report.SuiteSucceeded {
+		t.Fatalf("the spec tree does not build: %v", report.SpecialSuiteFailureReasons)
+	}
+	vocabulary := []string{LabelPRBlocking, LabelQuickStart, LabelUpgrade, LabelRemediation, LabelSelfHosted, LabelClusterctl, LabelComparison, LabelSlow}
+	want := map[string][]string{
+		"quick-start": {LabelPRBlocking, LabelQuickStart},
+		"upgrade":     {LabelUpgrade, LabelSlow},
+		"remediation": {LabelRemediation},
+		"self-hosted": {LabelSelfHosted, LabelClusterctl, LabelSlow},
+	}
+	if len(report.SpecReports) != len(want) {
+		t.Fatalf("%d specs, want %d", len(report.SpecReports), len(want))
+	}
+	seen := map[string]bool{}
+	for _, s := range report.SpecReports {
+		labels := s.Labels()
+		for _, l := range labels {
+			if !slices.Contains(vocabulary, l) {
+				t.Errorf("spec %q has label %q, which is not in the vocabulary of labels.go", s.FullText(), l)
+			}
+		}
+		for key, w := range want {
+			if slices.Contains(labels, w[0]) {
+				seen[key] = true
+				if !slices.Equal(labels, w) {
+					t.Errorf("spec %q has labels %v, want %v", s.FullText(), labels, w)
+				}
+			}
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("specs found by their first label: %v, want all of %v", seen, want)
+	}
+}
+
+func TestPreloadImages(t *testing.T) {
+	c := &clusterctl.E2EConfig{
+		Variables: map[string]string{varDockerPreloadImages: `["a:1", "b:2"]`},
+		Images:    []clusterctl.ContainerImage{{Name: "registry.k8s.io/cluster-api/capd-manager:v1.14.2"}},
+	}
+	if got, want := preloadImages(c), `["a:1","b:2","registry.k8s.io/cluster-api/capd-manager:v1.14.2"]`; got != want {
+		t.Errorf("preloadImages = %s, want %s", got, want)
+	}
+	c.Variables[varDockerPreloadImages] = "[]"
+	if got, want := preloadImages(c), `["registry.k8s.io/cluster-api/capd-manager:v1.14.2"]`; got != want {
+		t.Errorf("preloadImages with an empty list = %s, want %s", got, want)
+	}
+}
