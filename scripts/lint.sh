@@ -9,5 +9,5 @@ if [[ -n "$unformatted" ]]; then
 fi
 go vet ./...
 go vet -tags e2e ./e2e/...
-if [[ -f examples/go.mod ]]; then (cd examples && go vet ./...); fi
+if [[ -f examples/go.mod ]]; then (cd examples && go vet -tags e2e ./...); fi
 echo "lint: ok"

@@ -9,6 +9,6 @@ start=$(date +%s)
 go test -count=1 -timeout 30m "$@" ./...
 if [[ -f examples/go.mod ]]; then
   echo "--- examples module (compile only)"
-  (cd examples && go vet ./... && go test -count=1 -run '^$' ./...)
+  (cd examples && go vet -tags e2e ./... && go test -tags e2e -count=1 -run '^$' ./...)
 fi
 echo "make test: done in $(( $(date +%s) - start ))s"
