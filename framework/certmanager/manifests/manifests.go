@@ -1,0 +1,260 @@
+// Package manifests renders and installs what a cluster needs to run
+// Cluster API's providers without cert-manager's images: cert-manager's
+// CRDs, taken at render time from deploy/crds of the cert-manager module
+// that config/e2e.yaml names (build.certManager), and the substitute
+// controller of package certmanager (Namespace cert-manager, RBAC,
+// Deployment of build.certManager.substituteImage).
+//
+// The suite calls Install on the management cluster before clusterctl init
+// (with cert-manager marked externally provisioned; see package
+// framework/bootstrap), or writes Manifests somewhere for kubectl.
+//
+// The CRDs are read from the Go module cache, downloaded with `go mod
+// download` when missing; they are never copied into this repository. This
+// package must not build images (see package certmanager/image).
+package manifests
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/template"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/capd-e2e/capd-e2e/framework/config"
+)
+
+// Namespace is where the substitute runs, cert-manager's usual namespace.
+const Namespace = "cert-manager"
+
+// DeploymentName is the name of the substitute's Deployment.
+const DeploymentName = "cert-manager-substitute"
+
+// FieldOwner is the server-side apply field manager of Install.
+const FieldOwner = "capd-e2e"
+
+//go:embed substitute.yaml
+var substituteTemplate string
+
+var tmpl = template.Must(template.New("substitute.yaml").Option("missingkey=error").Parse(substituteTemplate))
+
+// Substitute renders the substitute's Namespace, RBAC and Deployment for
+// image (e.g. "capd-e2e/cert-manager-substitute:v1.21.2"). It needs neither
+// the network nor the module cache.
+func Substitute(image string) ([]byte, error) {
+	if image == "" {
+		return nil, errors.New("render cert-manager substitute: no image given")
+	}
+	var b bytes.Buffer
+	if err := tmpl.Execute(&b, struct{ Image, Namespace string }{image, Namespace}); err != nil {
+		return nil, fmt.Errorf("render cert-manager substitute: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// CRDs returns cert-manager's CustomResourceDefinitions from deploy/crds of
+// module (e.g. github.com/cert-manager/cert-manager@v1.21.2), as one YAML
+// stream in file name order. The module is downloaded with the go command
+// when it is not in the module cache.
+func CRDs(ctx context.Context, module config.Module) ([]byte, error) {
+	dir, err := moduleDir(ctx, module)
+	if err != nil {
+		return nil, err
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "deploy", "crds", "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("read cert-manager CRDs: no deploy/crds/*.yaml in %s", module)
+	}
+	slices.Sort(files)
+	var b bytes.Buffer
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("read cert-manager CRDs: %w", err)
+		}
+		data = bytes.TrimPrefix(bytes.TrimSpace(data), []byte("---\n"))
+		b.WriteString("---\n")
+		b.Write(data)
+		b.WriteString("\n")
+	}
+	return b.Bytes(), nil
+}
+
+// moduleDir returns the module's directory in the module cache. The go
+// command runs in an empty directory, outside this repository's module, so
+// go.mod and go.sum stay untouched.
+func moduleDir(ctx context.Context, module config.Module) (string, error) {
+	if module.Path == "" || module.Version == "" {
+		return "", fmt.Errorf("download module %q: path and version are required", module)
+	}
+	tmp, err := os.MkdirTemp("", "capd-e2e-modload-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", module.String())
+	cmd.Dir = tmp
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run()
+	var info struct{ Dir, Error string }
+	if err := json.Unmarshal(stdout.Bytes(), &info); err != nil && runErr == nil {
+		return "", fmt.Errorf("download module %q: read go output: %w", module, err)
+	}
+	switch {
+	case info.Error != "":
+		return "", fmt.Errorf("download module %q: %s", module, info.Error)
+	case runErr != nil:
+		return "", fmt.Errorf("download module %q: %w: %s", module, runErr, strings.TrimSpace(stderr.String()))
+	case info.Dir == "":
+		return "", fmt.Errorf("download module %q: go reported no directory", module)
+	}
+	return info.Dir, nil
+}
+
+// Manifests returns everything to install, as one YAML stream: cert-manager's
+// CRDs from cfg.Build.CertManager's module, then the substitute for
+// cfg.Build.CertManager.SubstituteImage. The module path defaults to
+// github.com/cert-manager/cert-manager (config.Load sets it).
+func Manifests(ctx context.Context, cfg *config.Config) ([]byte, error) {
+	crds, err := CRDs(ctx, cfg.Build.CertManager.Module)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := Substitute(cfg.Build.CertManager.SubstituteImage)
+	if err != nil {
+		return nil, err
+	}
+	return append(crds, append([]byte("---\n"), sub...)...), nil
+}
+
+// Objects decodes a YAML stream (such as Manifests') into objects, skipping
+// empty documents.
+func Objects(yamlStream []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(yamlStream), 4096)
+	var out []*unstructured.Unstructured
+	for i := 0; ; i++ {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("decode document %d: %w", i, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if u.GetKind() == "" || u.GetName() == "" {
+			return nil, fmt.Errorf("document %d: no kind or name", i)
+		}
+		out = append(out, u)
+	}
+}
+
+// InstallInput is the input of Install.
+type InstallInput struct {
+	// Client is a client of the cluster to install into, with cluster-admin
+	// rights. Required.
+	Client client.Client
+	// Config gives the cert-manager module and the substitute's image.
+	// Required.
+	Config *config.Config
+	// Poll, if set, makes Install wait, checking this often, until the CRDs
+	// are Established and the Deployment is Available; ctx's deadline
+	// bounds the wait (take both from config/e2e.yaml intervals). If zero,
+	// Install returns once everything is applied.
+	Poll time.Duration
+}
+
+// Install applies Manifests with server-side apply (field manager
+// FieldOwner, forcing ownership), CRDs first, and optionally waits until
+// they are usable (see InstallInput.Poll). It is idempotent.
+func Install(ctx context.Context, in InstallInput) error {
+	if in.Client == nil || in.Config == nil {
+		return errors.New("install cert-manager substitute: Client and Config are required")
+	}
+	data, err := Manifests(ctx, in.Config)
+	if err != nil {
+		return fmt.Errorf("install cert-manager substitute: %w", err)
+	}
+	objs, err := Objects(data)
+	if err != nil {
+		return fmt.Errorf("install cert-manager substitute: %w", err)
+	}
+	for _, o := range objs {
+		if err := in.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("install cert-manager substitute: apply %s %q: %w", o.GetKind(), client.ObjectKeyFromObject(o), err)
+		}
+	}
+	if in.Poll <= 0 {
+		return nil
+	}
+	var crds []string
+	for _, o := range objs {
+		if o.GetKind() == "CustomResourceDefinition" {
+			crds = append(crds, o.GetName())
+		}
+	}
+	return waitReady(ctx, in.Client, crds, in.Poll)
+}
+
+// waitReady polls until every CRD is Established and the Deployment is
+// Available, or ctx ends; the error then says what was still missing.
+func waitReady(ctx context.Context, c client.Client, crds []string, poll time.Duration) error {
+	ticker := time.NewTicker(poll)
+	defer ticker.Stop()
+	for {
+		pending := notReady(ctx, c, crds)
+		if len(pending) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for cert-manager substitute: %w; not ready: %s", ctx.Err(), strings.Join(pending, ", "))
+		case <-ticker.C:
+		}
+	}
+}
+
+func notReady(ctx context.Context, c client.Client, crds []string) []string {
+	var pending []string
+	check := func(apiVersion, kind string, key types.NamespacedName, condType string) {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(apiVersion)
+		u.SetKind(kind)
+		if err := c.Get(ctx, key, u); err != nil {
+			pending = append(pending, fmt.Sprintf("%s %s (%v)", kind, key.Name, err))
+			return
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, cond := range conds {
+			if m, ok := cond.(map[string]any); ok && m["type"] == condType && m["status"] == "True" {
+				return
+			}
+		}
+		pending = append(pending, fmt.Sprintf("%s %s (not %s)", kind, key.Name, condType))
+	}
+	for _, name := range crds {
+		check("apiextensions.k8s.io/v1", "CustomResourceDefinition", types.NamespacedName{Name: name}, "Established")
+	}
+	check("apps/v1", "Deployment", types.NamespacedName{Namespace: Namespace, Name: DeploymentName}, "Available")
+	return pending
+}
