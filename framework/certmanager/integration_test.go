@@ -1,3 +1,5 @@
+//go:build images
+
 package certmanager_test
 
 import (
@@ -39,7 +41,7 @@ import (
 // its CA injected into a webhook configuration and a CRD's conversion
 // webhook, and everything redone when the Secret is deleted.
 //
-// Skipped unless KUBEBUILDER_ASSETS names a directory with kube-apiserver
+// Build tag images (make test-images); fails unless KUBEBUILDER_ASSETS names a directory with kube-apiserver
 // and etcd (the images of registry.k8s.io/kube-apiserver and
 // registry.k8s.io/etcd that `make images` builds carry both binaries).
 func TestIntegrationEnvtest(t *testing.T) {
@@ -47,7 +49,7 @@ func TestIntegrationEnvtest(t *testing.T) {
 		t.Skip("integration test; skipped under -short")
 	}
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Skip("KUBEBUILDER_ASSETS is not set: no kube-apiserver and etcd binaries for envtest")
+		t.Fatal("KUBEBUILDER_ASSETS is not set: no kube-apiserver and etcd binaries for envtest (make test-images extracts them from the built images)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

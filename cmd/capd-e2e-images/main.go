@@ -1,0 +1,304 @@
+// Command capd-e2e-images builds every image config/e2e.yaml names, from the
+// Go module proxy and Debian's archive only, into the local container
+// engine, and renders the Cluster API providers' components YAML and the
+// CNI manifest. It is what `make images` runs.
+//
+// Usage:
+//
+//	capd-e2e-images [-config config/e2e.yaml] [-only id,...] [-rebuild id,...] [-list] [-render=false]
+//
+// Images whose inputs-hash label matches the plan are reused, so a second
+// run with nothing changed only checks labels and re-renders the YAML.
+// Environment: CAPD_E2E_CACHE (default $HOME/.cache/capd-e2e) holds Go
+// wrapper modules, build logs and compiled binaries; DOCKER_HOST selects the
+// engine as for the Docker CLI.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	cmimage "github.com/capd-e2e/capd-e2e/framework/certmanager/image"
+	"github.com/capd-e2e/capd-e2e/framework/config"
+	"github.com/capd-e2e/capd-e2e/framework/images/debian"
+	"github.com/capd-e2e/capd-e2e/framework/images/gobuild"
+	"github.com/capd-e2e/capd-e2e/framework/images/goimages"
+	"github.com/capd-e2e/capd-e2e/framework/images/kindbase"
+	"github.com/capd-e2e/capd-e2e/framework/images/nodeimage"
+	"github.com/capd-e2e/capd-e2e/framework/images/plan"
+	"github.com/capd-e2e/capd-e2e/framework/images/render"
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
+	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "capd-e2e-images:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command-line flags.
+type options struct {
+	config  string
+	only    []string
+	rebuild []string
+	list    bool
+	render  bool
+	verbose bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	var only, rebuild string
+	fs := flag.NewFlagSet("capd-e2e-images", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.config, "config", "config/e2e.yaml", "the E2E config file")
+	fs.StringVar(&only, "only", "", "comma-separated step IDs to build, with their dependencies (default: all)")
+	fs.StringVar(&rebuild, "rebuild", "", "comma-separated step IDs to build even when up to date")
+	fs.BoolVar(&o.list, "list", false, "print the plan and what would be built, build nothing")
+	fs.BoolVar(&o.render, "render", true, "render the components YAML and the CNI manifest")
+	fs.BoolVar(&o.verbose, "v", false, "also print the go command's output (it always goes to a log file)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	o.only, o.rebuild = splitList(only), splitList(rebuild)
+	return o, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// builderFiles returns the repository files whose content shapes the
+// images of each kind, as each builder's package declares them: changing
+// them rebuilds those images. Kinds whose package declares none (rootfs,
+// kind base, node, haproxy) are hashed on their inputs only.
+func builderFiles() map[plan.Kind][]string {
+	m := map[plan.Kind][]string{plan.KindCertManagerSubstitute: cmimage.Files}
+	for _, k := range goimages.Kinds {
+		m[k] = goimages.Files
+	}
+	return m
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	start := time.Now()
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(o.config)
+	if err != nil {
+		return err
+	}
+	repoRoot, err := repositoryRoot(cfg.Dir())
+	if err != nil {
+		return err
+	}
+	full, err := plan.New(cfg, plan.Options{RepoRoot: repoRoot, Files: builderFiles()})
+	if err != nil {
+		return err
+	}
+	p := full
+	if len(o.only) > 0 {
+		if p, err = subPlan(full, o.only, repoRoot); err != nil {
+			return err
+		}
+	}
+
+	rt, err := moby.New(moby.Config{})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+
+	cacheDir, err := gobuild.DefaultCacheDir()
+	if err != nil {
+		return err
+	}
+	gob := &gobuild.Builder{CacheDir: cacheDir}
+	// Builders' detailed output (go, debootstrap, helper containers) only
+	// with -v; failures carry the end of it either way.
+	var logw io.Writer
+	if o.verbose {
+		gob.Output = stdout
+		logw = stdout
+	}
+	goImages := &goimages.Builders{Images: rt, Go: gob}
+	runID := runtime.NewRunID()
+	builders := map[plan.Kind]plan.Builder{
+		plan.KindRootfs:                &debian.RootfsBuilder{Images: rt, Log: logw},
+		plan.KindKindBase:              &kindbase.Builder{Runtime: rt, Go: gob, RunID: runID, Log: logw},
+		plan.KindNode:                  &nodeimage.Builder{Runtime: rt, Kube: goImages, Go: gob, KubeRouter: cfg.Build.KubeRouter, RunID: runID, Log: logw},
+		plan.KindHAProxy:               &nodeimage.HAProxyBuilder{Images: rt},
+		plan.KindCertManagerSubstitute: &cmimage.Builder{Images: rt, RepoRoot: repoRoot},
+	}
+	goImages.Register(builders)
+
+	if o.list {
+		return list(ctx, p, rt, builders, o.rebuild, stdout)
+	}
+
+	p, unbuildable, err := withoutUnbuildable(ctx, p, rt, builders, o.rebuild, repoRoot)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	if err := plan.Run(ctx, p, plan.RunOptions{Images: rt, Builders: builders, Progress: stdout, Rebuild: o.rebuild}); err != nil {
+		errs = append(errs, err)
+	}
+	if len(unbuildable) > 0 {
+		errs = append(errs, fmt.Errorf("no builder yet for: %s", strings.Join(unbuildable, ", ")))
+	}
+	if o.render {
+		if err := renderAll(ctx, cfg, gob, stdout); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	fmt.Fprintf(stdout, "total: %s\n", time.Since(start).Round(100*time.Millisecond))
+	return errors.Join(errs...)
+}
+
+// renderAll writes the components YAML and the CNI manifest.
+func renderAll(ctx context.Context, cfg *config.Config, gob *gobuild.Builder, out io.Writer) error {
+	t0 := time.Now()
+	r := &render.Renderer{Go: gob}
+	var errs []error
+	files, err := r.Components(ctx, cfg)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	cni, err := r.WriteKubeRouterManifest(ctx, cfg)
+	if err != nil {
+		errs = append(errs, err)
+	} else {
+		files = append(files, cni)
+	}
+	for _, f := range files {
+		if rel, err := filepath.Rel(cfg.Dir(), f); err == nil {
+			f = rel
+		}
+		fmt.Fprintf(out, "rendered %s\n", f)
+	}
+	fmt.Fprintf(out, "render: %d files in %s\n", len(files), time.Since(t0).Round(100*time.Millisecond))
+	return errors.Join(errs...)
+}
+
+// list prints each step with its decision.
+func list(ctx context.Context, p *plan.Plan, rt plan.ImageInspector, builders map[plan.Kind]plan.Builder, rebuild []string, out io.Writer) error {
+	ds, err := p.Decide(ctx, rt, rebuild...)
+	if err != nil {
+		return err
+	}
+	for _, d := range ds {
+		what := "up to date"
+		if d.Build {
+			what = "build: " + d.Reason
+		}
+		if builders[d.Step.Kind] == nil {
+			what += " [no builder yet]"
+		}
+		fmt.Fprintf(out, "%-40s %-16s %-72s %s\n", d.Step.ID, d.Step.Kind, d.Step.Image, what)
+	}
+	return nil
+}
+
+// withoutUnbuildable drops the steps that must be built but have no
+// builder, and the steps depending on them, and names them; plan.Run
+// refuses a plan with such steps.
+func withoutUnbuildable(ctx context.Context, p *plan.Plan, rt plan.ImageInspector, builders map[plan.Kind]plan.Builder, rebuild []string, repoRoot string) (*plan.Plan, []string, error) {
+	ds, err := p.Decide(ctx, rt, rebuild...)
+	if err != nil {
+		return nil, nil, err
+	}
+	dropped := map[string]bool{}
+	var names []string
+	var keep []plan.Step
+	for _, d := range ds { // dependencies first
+		s := d.Step
+		bad := d.Build && builders[s.Kind] == nil
+		if !bad {
+			bad = slices.ContainsFunc(s.Deps, func(dep string) bool { return dropped[dep] })
+		}
+		if bad {
+			dropped[s.ID] = true
+			names = append(names, s.ID)
+			continue
+		}
+		keep = append(keep, s)
+	}
+	if len(names) == 0 {
+		return p, nil, nil
+	}
+	sub, err := plan.FromSteps(keep, plan.Options{RepoRoot: repoRoot})
+	return sub, names, err
+}
+
+// subPlan keeps the steps in ids and everything they depend on. The steps
+// keep their hashes: their inputs, files and dependencies are unchanged.
+func subPlan(p *plan.Plan, ids []string, repoRoot string) (*plan.Plan, error) {
+	want := map[string]bool{}
+	var add func(id string) error
+	add = func(id string) error {
+		if want[id] {
+			return nil
+		}
+		s, ok := p.Step(id)
+		if !ok {
+			return fmt.Errorf("-only %s: no such step (see -list)", id)
+		}
+		want[id] = true
+		for _, d := range s.Deps {
+			if err := add(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, id := range ids {
+		if err := add(id); err != nil {
+			return nil, err
+		}
+	}
+	var steps []plan.Step
+	for _, s := range p.Steps() {
+		if want[s.ID] {
+			steps = append(steps, s)
+		}
+	}
+	return plan.FromSteps(steps, plan.Options{RepoRoot: repoRoot})
+}
+
+// repositoryRoot finds the directory holding go.mod at or above dir.
+func repositoryRoot(dir string) (string, error) {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.mod at or above %s: run from the repository", dir)
+		}
+	}
+}

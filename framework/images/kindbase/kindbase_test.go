@@ -1,0 +1,111 @@
+package kindbase
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const criConfig = `# explicitly use v2 config format
+version = 2
+
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  snapshotter = "overlayfs"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  # use fixed sandbox image
+  sandbox_image = "registry.k8s.io/pause:3.10"
+  # a comment that stays
+  restrict_oom_score_adj = false
+`
+
+func TestSetTOMLValue(t *testing.T) {
+	got, err := SetTOMLValue([]byte(criConfig), CRIPluginTable, "restrict_oom_score_adj", "true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(criConfig, "restrict_oom_score_adj = false", "restrict_oom_score_adj = true", 1)
+	if string(got) != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	got, err = SetTOMLValue(got, CRIPluginTable, "sandbox_image", `"registry.k8s.io/pause:3.10.2"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(got), `  sandbox_image = "registry.k8s.io/pause:3.10.2"`+"\n") {
+		t.Errorf("sandbox_image not set, indentation lost or newline lost:\n%s", got)
+	}
+}
+
+func TestSetTOMLValueErrors(t *testing.T) {
+	for name, tc := range map[string]struct{ doc, table, key string }{
+		// snapshotter exists, but in a sub-table only.
+		"key in another table": {criConfig, CRIPluginTable, "snapshotter"},
+		"missing key":          {criConfig, CRIPluginTable, "no_such_key"},
+		"missing table":        {criConfig, `plugins."nope"`, "sandbox_image"},
+		"duplicate key":        {criConfig + "  restrict_oom_score_adj = true\n", CRIPluginTable, "restrict_oom_score_adj"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := SetTOMLValue([]byte(tc.doc), tc.table, tc.key, "1"); err == nil {
+				t.Error("no error")
+			}
+		})
+	}
+}
+
+func TestBaseFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, content string) {
+		t.Helper()
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("usr/local/bin/entrypoint", "#!/bin/bash\n")
+	write("kind/bin/mount-product-files.sh", "#!/bin/bash\n")
+	write("kind/README.txt", "readme\n")
+	write("etc/containerd/config.toml", criConfig)
+	write("etc/systemd/system/kubelet.service", "[Service]\n")
+
+	files, err := BaseFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	modes := map[string]int64{}
+	content := map[string]string{}
+	for _, f := range files {
+		modes[f.Path], content[f.Path] = f.Mode, string(f.Data)
+	}
+	for p, want := range map[string]int64{
+		"usr/local/bin/entrypoint":           0o755,
+		"kind/bin/mount-product-files.sh":    0o755,
+		"kind/README.txt":                    0o644,
+		"etc/containerd/config.toml":         0o644,
+		"etc/systemd/system/kubelet.service": 0o644,
+		CgroupV1ScriptPath:                   0o755,
+		CgroupV1DropInPath:                   0o644,
+	} {
+		if modes[p] != want {
+			t.Errorf("%s: mode %o, want %o", p, modes[p], want)
+		}
+	}
+	if !strings.Contains(content["etc/containerd/config.toml"], "restrict_oom_score_adj = true") {
+		t.Errorf("containerd config not patched:\n%s", content["etc/containerd/config.toml"])
+	}
+	if !strings.Contains(content[CgroupV1DropInPath], "ExecStartPre=/"+CgroupV1ScriptPath+"\n") {
+		t.Errorf("drop-in does not run the cgroup script:\n%s", content[CgroupV1DropInPath])
+	}
+}
+
+func TestBaseFilesNotKind(t *testing.T) {
+	if _, err := BaseFiles(t.TempDir()); err == nil {
+		t.Error("an empty directory was taken for kind's files")
+	}
+}

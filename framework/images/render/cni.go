@@ -1,0 +1,90 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"golang.org/x/mod/module"
+
+	"github.com/capd-e2e/capd-e2e/framework/config"
+)
+
+// KubeRouterManifestFile is kube-router's generic DaemonSet in its module:
+// in-cluster service account, router and firewall on, service proxy off
+// (kube-proxy stays), CNI config written by its init container.
+const KubeRouterManifestFile = "daemonset/generic-kuberouter.yaml"
+
+// DefaultKubeRouterModule is kube-router's module when config leaves it
+// unset.
+const DefaultKubeRouterModule = "github.com/cloudnativelabs/kube-router/v2"
+
+var (
+	kubeRouterImageLine = regexp.MustCompile(`(?m)^(\s*(?:-\s+)?image:\s*)(?:docker\.io/)?cloudnativelabs/kube-router(?::[A-Za-z0-9._-]+)?[ \t]*$`)
+)
+
+// KubeRouterManifest returns kube-router's generic DaemonSet manifest
+// (KubeRouterManifestFile) from its module at kr's version, with every
+// kube-router image pinned to kr.Image and imagePullPolicy IfNotPresent, so
+// the image preloaded in the node image is used. Node images bake it in
+// as kind's default CNI; the workload clusters get the same file through a
+// ClusterResourceSet (see WriteKubeRouterManifest).
+func (r *Renderer) KubeRouterManifest(ctx context.Context, kr config.KubeRouter) ([]byte, error) {
+	path := kr.Path
+	if path == "" {
+		path = DefaultKubeRouterModule
+	}
+	info, err := r.Go.Download(ctx, module.Version{Path: path, Version: kr.Version})
+	if err != nil {
+		return nil, err
+	}
+	src, err := os.ReadFile(filepath.Join(info.Dir, filepath.FromSlash(KubeRouterManifestFile)))
+	if err != nil {
+		return nil, fmt.Errorf("render kube-router manifest: %w", err)
+	}
+	out, err := RewriteKubeRouterManifest(src, kr.Image)
+	if err != nil {
+		return nil, fmt.Errorf("render kube-router manifest of %s@%s: %w", path, kr.Version, err)
+	}
+	return out, nil
+}
+
+// RewriteKubeRouterManifest pins every cloudnativelabs/kube-router image in
+// manifest to image and turns imagePullPolicy Always into IfNotPresent. It
+// is an error when no kube-router image is found.
+func RewriteKubeRouterManifest(manifest []byte, image string) ([]byte, error) {
+	if image == "" {
+		return nil, fmt.Errorf("rewrite kube-router manifest: no image given")
+	}
+	if !kubeRouterImageLine.Match(manifest) {
+		return nil, fmt.Errorf("rewrite kube-router manifest: no cloudnativelabs/kube-router image found")
+	}
+	out := kubeRouterImageLine.ReplaceAll(manifest, append([]byte("${1}"), escapeDollar(image)...))
+	return pullAlwaysLine.ReplaceAll(out, []byte("${1}IfNotPresent")), nil
+}
+
+func escapeDollar(s string) []byte { return bytes.ReplaceAll([]byte(s), []byte("$"), []byte("$$")) }
+
+// KubeRouterManifestPath returns where the workload clusters' CNI manifest
+// goes: the config variable CNI (resolved against the config's directory)
+// when set, else cni/kube-router.yaml under build.outputDir.
+func KubeRouterManifestPath(cfg *config.Config) string {
+	if v, ok := cfg.LookupVariable("CNI"); ok && v != "" {
+		return cfg.ResolvePath(v)
+	}
+	return filepath.Join(cfg.OutputDir(), "cni", "kube-router.yaml")
+}
+
+// WriteKubeRouterManifest renders KubeRouterManifest for cfg and writes it
+// to KubeRouterManifestPath, returning the path.
+func (r *Renderer) WriteKubeRouterManifest(ctx context.Context, cfg *config.Config) (string, error) {
+	out, err := r.KubeRouterManifest(ctx, cfg.Build.KubeRouter)
+	if err != nil {
+		return "", err
+	}
+	path := KubeRouterManifestPath(cfg)
+	return path, writeFile(path, out)
+}

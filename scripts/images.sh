@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# `make images`: builds every image config/e2e.yaml names (or, with
+# IMAGES_ONLY=id,..., those steps and their dependencies) from the Go module
+# proxy and Debian's archive, reusing every image whose inputs-hash label is
+# current, and renders the providers' components and the CNI manifest into
+# out/. Extra arguments go to cmd/capd-e2e-images (-list, -rebuild id,...).
+set -o errexit -o nounset -o pipefail
+cd "$(dirname "$0")/.."
+
+scripts/install-deps.sh
+scripts/ensure-engine.sh --privileged-nesting
+args=(-config "${E2E_CONFIG:-config/e2e.yaml}")
+[[ -n ${IMAGES_ONLY:-} ]] && args+=(-only "$IMAGES_ONLY")
+go build -o hack/tools/bin/capd-e2e-images ./cmd/capd-e2e-images
+exec hack/tools/bin/capd-e2e-images "${args[@]}" "$@"
