@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"sigs.k8s.io/cluster-api/test/framework"
 	infrav1 "sigs.k8s.io/cluster-api/test/infrastructure/docker/api/v1beta2"
@@ -21,6 +22,7 @@ import (
 func initScheme() *apiruntime.Scheme {
 	sc := apiruntime.NewScheme()
 	framework.TryAddDefaultSchemes(sc)
+	Expect(clientgoscheme.AddToScheme(sc)).To(Succeed()) // EndpointSlices, for the webhook check
 	Expect(infrav1.AddToScheme(sc)).To(Succeed())
 	return sc
 }

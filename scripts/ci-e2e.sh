@@ -2,7 +2,7 @@
 # Prow entry point, and what `make test-e2e` runs.
 #
 # Honours ARTIFACTS (default: _artifacts), GINKGO_FOCUS, GINKGO_SKIP (space
-# separated), GINKGO_LABEL_FILTER (default: PR-Blocking), GINKGO_NODES
+# separated), GINKGO_LABEL_FILTER (default: "PR-Blocking && !comparison"), GINKGO_NODES
 # (default 1), GINKGO_TIMEOUT (default 3h), E2E_CONFIG, SKIP_RESOURCE_CLEANUP,
 # USE_EXISTING_CLUSTER. Builds the images that are missing or stale, runs the
 # suite with a JUnit report in ARTIFACTS, saves the host's container state
@@ -14,7 +14,7 @@ cd "$REPO_ROOT"
 export ARTIFACTS=${ARTIFACTS:-$REPO_ROOT/_artifacts}
 GINKGO_FOCUS=${GINKGO_FOCUS:-}
 GINKGO_SKIP=${GINKGO_SKIP:-}
-GINKGO_LABEL_FILTER=${GINKGO_LABEL_FILTER:-PR-Blocking}
+GINKGO_LABEL_FILTER=${GINKGO_LABEL_FILTER:-PR-Blocking && !comparison}
 GINKGO_NODES=${GINKGO_NODES:-1}
 GINKGO_TIMEOUT=${GINKGO_TIMEOUT:-3h}
 E2E_CONFIG=${E2E_CONFIG:-$REPO_ROOT/config/e2e.yaml}

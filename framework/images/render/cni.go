@@ -63,8 +63,15 @@ func RewriteKubeRouterManifest(manifest []byte, image string) ([]byte, error) {
 		return nil, fmt.Errorf("rewrite kube-router manifest: no cloudnativelabs/kube-router image found")
 	}
 	out := kubeRouterImageLine.ReplaceAll(manifest, append([]byte("${1}"), escapeDollar(image)...))
-	return pullAlwaysLine.ReplaceAll(out, []byte("${1}IfNotPresent")), nil
+	out = pullAlwaysLine.ReplaceAll(out, []byte("${1}IfNotPresent"))
+	// The manifest is embedded in cluster templates (ClusterResourceSet),
+	// where clusterctl takes every ${NAME} for a template variable and
+	// fails on the init container's shell ${TMP}: write those as $NAME,
+	// which the shell reads the same when no name character follows.
+	return shellBraces.ReplaceAll(out, []byte("$$${1}${2}")), nil
 }
+
+var shellBraces = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}([^A-Za-z0-9_]|$)`)
 
 func escapeDollar(s string) []byte { return bytes.ReplaceAll([]byte(s), []byte("$"), []byte("$$")) }
 
