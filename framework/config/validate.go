@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -158,7 +159,7 @@ func validateFiles(e *errs, field string, files []File) {
 }
 
 func (c *Config) validateIntervals(e *errs) {
-	for _, k := range sortedKeys(c.IntervalsByKey) {
+	for _, k := range slices.Sorted(maps.Keys(c.IntervalsByKey)) {
 		f := fmt.Sprintf("intervals[%s]", k)
 		spec, key, ok := strings.Cut(k, "/")
 		if !ok || spec == "" || key == "" || strings.Contains(key, "/") {

@@ -2,6 +2,7 @@ package gobuild
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -111,7 +112,7 @@ func wrapperGoMod(mods []sourceModule, localVersion func(path, version string) s
 			}
 		}
 	}
-	for _, p := range sortedKeys(extra) {
+	for _, p := range slices.Sorted(maps.Keys(extra)) {
 		r := repl{p, p, extra[p], "the build target"}
 		if i, ok := replaced[p]; ok {
 			repls[i] = r
@@ -152,13 +153,4 @@ func KubernetesStagingVersion(_, kubernetesVersion string) string {
 		return "v0." + strings.TrimPrefix(kubernetesVersion, "v1.")
 	}
 	return kubernetesVersion
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -3,7 +3,6 @@ package kindbase
 import (
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 )
 
@@ -46,13 +45,4 @@ func SetTOMLValue(doc []byte, table, key, value string) ([]byte, error) {
 		return nil, fmt.Errorf("set %s in [%s]: the key is not in the document", key, table)
 	}
 	return []byte(strings.Join(lines, "")), nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -177,7 +177,7 @@ func FromSteps(steps []Step, opts Options) (*Plan, error) {
 		s.Deps = slices.Compact(s.Deps)
 		byID[s.ID] = s
 	}
-	for _, id := range sortedIDs(byID) {
+	for _, id := range slices.Sorted(maps.Keys(byID)) {
 		for _, d := range byID[id].Deps {
 			if _, ok := byID[d]; !ok {
 				return nil, fmt.Errorf("step %q: unknown dependency %q", id, d)
@@ -237,7 +237,7 @@ func topoSort(byID map[string]Step) ([]string, error) {
 		order = append(order, id)
 		return nil
 	}
-	for _, id := range sortedIDs(byID) {
+	for _, id := range slices.Sorted(maps.Keys(byID)) {
 		if err := visit(id); err != nil {
 			return nil, err
 		}
@@ -333,15 +333,6 @@ func hashPath(root, rel string) (string, error) {
 		return "", fmt.Errorf("hash file %q: %w", rel, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-func sortedIDs(m map[string]Step) []string {
-	ids := make([]string, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
 }
 
 // Steps returns the steps, dependencies first.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -375,7 +376,7 @@ func (r *Runtime) Commit(ctx context.Context, nameOrID string, opts runtime.Comm
 	for _, e := range opts.Env {
 		changes = append(changes, "ENV "+e)
 	}
-	for _, k := range sortedKeys(opts.Labels) {
+	for _, k := range slices.Sorted(maps.Keys(opts.Labels)) {
 		changes = append(changes, fmt.Sprintf("LABEL %s=%s", strconv.Quote(k), strconv.Quote(opts.Labels[k])))
 	}
 	if opts.StopSignal != "" {
@@ -388,13 +389,4 @@ func (r *Runtime) Commit(ctx context.Context, nameOrID string, opts runtime.Comm
 		return "", r.wrap(err, "commit container %q as %q", nameOrID, opts.Ref)
 	}
 	return res.ID, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
