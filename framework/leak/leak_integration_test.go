@@ -7,7 +7,7 @@ import (
 
 	"github.com/capd-e2e/capd-e2e/framework/leak"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
-	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
+	"github.com/capd-e2e/capd-e2e/internal/testengine"
 	"github.com/capd-e2e/capd-e2e/internal/testimage"
 )
 
@@ -15,14 +15,7 @@ import (
 // run id in the real engine, expects the check to find all three, removes
 // them through the report and expects a clean second check.
 func TestIntegrationLeakCheck(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a container engine")
-	}
-	rt, err := moby.New(moby.Config{})
-	if err != nil {
-		t.Fatalf("integration tests need a container engine: %v", err)
-	}
-	defer rt.Close()
+	rt := testengine.Runtime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 

@@ -15,22 +15,14 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/logs"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
+	"github.com/capd-e2e/capd-e2e/internal/testengine"
 	"github.com/capd-e2e/capd-e2e/internal/testimage"
 )
 
 // engine connects to the engine from the environment. Integration tests
 // fail, never skip, when it is missing: CI must not go green without it.
 func engine(t *testing.T) *moby.Runtime {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs a container engine; skipped under -short")
-	}
-	r, err := moby.New(moby.Config{})
-	if err != nil {
-		t.Fatalf("integration tests need a container engine: %v", err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	return r
+	return testengine.Runtime(t)
 }
 
 // file is one file planted in a container.

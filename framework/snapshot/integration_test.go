@@ -9,20 +9,13 @@ import (
 	"time"
 
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
-	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
 	"github.com/capd-e2e/capd-e2e/framework/snapshot"
+	"github.com/capd-e2e/capd-e2e/internal/testengine"
 	"github.com/capd-e2e/capd-e2e/internal/testimage"
 )
 
 func TestIntegrationSnapshot(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a container engine; skipped under -short")
-	}
-	r, err := moby.New(moby.Config{})
-	if err != nil {
-		t.Fatalf("integration tests need a container engine: %v", err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
+	r := testengine.Runtime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ref, err := testimage.Ensure(ctx, r)

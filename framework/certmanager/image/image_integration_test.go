@@ -11,21 +11,14 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/certmanager/image"
 	"github.com/capd-e2e/capd-e2e/framework/images/plan"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
-	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
+	"github.com/capd-e2e/capd-e2e/internal/testengine"
 )
 
 // TestIntegrationBuild builds the substitute's image from this repository
 // under a test tag in the real engine, checks its label, and runs it with
 // -help (its entrypoint must be the static binary).
 func TestIntegrationBuild(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a container engine and compiles; skipped under -short")
-	}
-	rt, err := moby.New(moby.Config{})
-	if err != nil {
-		t.Fatalf("integration tests need a container engine: %v", err)
-	}
-	t.Cleanup(func() { _ = rt.Close() })
+	rt := testengine.Runtime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 

@@ -17,19 +17,11 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/images/plan"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
+	"github.com/capd-e2e/capd-e2e/internal/testengine"
 )
 
 func newRuntime(t *testing.T) *moby.Runtime {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs a container engine; skipped under -short")
-	}
-	r, err := moby.New(moby.Config{})
-	if err != nil {
-		t.Fatalf("integration tests need a container engine: %v", err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	return r
+	return testengine.Runtime(t)
 }
 
 // runOnce runs image with the given entrypoint and arguments, waits for it

@@ -10,7 +10,7 @@ import (
 
 	"github.com/capd-e2e/capd-e2e/framework/config"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
-	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
+	"github.com/capd-e2e/capd-e2e/internal/testengine"
 )
 
 // imageTest returns the loaded config and a runtime closed at the end of the
@@ -18,18 +18,11 @@ import (
 // build tag "images" and run in `make test-images`, never in `make test`.
 func imageTest(t *testing.T) (*config.Config, runtime.Runtime) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs a container engine")
-	}
+	rt := testengine.Runtime(t)
 	cfg, err := config.Load(filepath.Join("..", "..", "..", "config", "e2e.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := moby.New(moby.Config{})
-	if err != nil {
-		t.Fatalf("integration tests need a container engine: %v", err)
-	}
-	t.Cleanup(func() { _ = rt.Close() })
 	return cfg, rt
 }
 

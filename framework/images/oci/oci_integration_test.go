@@ -9,7 +9,7 @@ import (
 
 	"github.com/capd-e2e/capd-e2e/framework/images/oci"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
-	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
+	"github.com/capd-e2e/capd-e2e/internal/testengine"
 	"github.com/capd-e2e/capd-e2e/internal/testimage"
 )
 
@@ -17,14 +17,7 @@ import (
 // hard link) and a file layer on the test image, runs the result and reads
 // the files back through the engine.
 func TestIntegrationBuildOnBase(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: needs a container engine")
-	}
-	rt, err := moby.New(moby.Config{})
-	if err != nil {
-		t.Fatalf("integration tests need a container engine: %v", err)
-	}
-	defer rt.Close()
+	rt := testengine.Runtime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	base, err := testimage.Ensure(ctx, rt)

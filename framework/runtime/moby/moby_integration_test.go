@@ -13,22 +13,14 @@ import (
 
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
+	"github.com/capd-e2e/capd-e2e/internal/testengine"
 	"github.com/capd-e2e/capd-e2e/internal/testimage"
 )
 
 // newRuntime connects to the engine at DOCKER_HOST. Integration tests fail,
 // never skip, when the engine is missing: CI must not go green without it.
 func newRuntime(t testing.TB) *moby.Runtime {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs a container engine; skipped under -short")
-	}
-	r, err := moby.New(moby.Config{})
-	if err != nil {
-		t.Fatalf("integration tests need a container engine: %v", err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	return r
+	return testengine.Runtime(t)
 }
 
 // startTestContainer runs the test image with this test's run-id label and

@@ -1,0 +1,26 @@
+// Package testengine gives integration tests (TestIntegration*) the real
+// container engine, the same way everywhere: skipped under -short, and a
+// failure, never a skip, when no engine answers, so that CI cannot go green
+// without one. Tests only.
+package testengine
+
+import (
+	"testing"
+
+	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
+)
+
+// Runtime connects to the engine at DOCKER_HOST (or the default socket) and
+// closes the connection when the test ends.
+func Runtime(t testing.TB) *moby.Runtime {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs a container engine; skipped under -short")
+	}
+	r, err := moby.New(moby.Config{})
+	if err != nil {
+		t.Fatalf("integration tests need a container engine: %v", err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
