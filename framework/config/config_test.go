@@ -133,7 +133,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"preload from", func(c *Config) { c.Build.Kubernetes[0].Preload[0].From = "v1.38.0" },
 			`build.kubernetes[0].preload[0].from: no build.kubernetes entry has version "v1.38.0"`},
 		{"preload component", func(c *Config) { c.Build.Kubernetes[0].Preload[0].Components = []string{"dns"} },
-			`build.kubernetes[0].preload[0].components[0]: "dns" is not etcd, coredns or pause`},
+			`build.kubernetes[0].preload[0].components[0]: "dns" is not etcd, coredns, pause or kube-proxy`},
 		{"shared pause from two sources", func(c *Config) { c.Build.Kubernetes[1].Pause.Source = "v1.37.2" },
 			`build.kubernetes[1].pause.image: image "registry.k8s.io/pause:3.10.2" is also built by build.kubernetes[0].pause.image from other inputs`},
 		{"image collision", func(c *Config) { c.Build.Kind.BaseImage = c.Build.Debian.Rootfs[0].Image },

@@ -335,6 +335,10 @@ const (
 	ComponentEtcd    = "etcd"
 	ComponentCoreDNS = "coredns"
 	ComponentPause   = "pause"
+	// ComponentKubeProxy is the other version's kube-proxy: during an
+	// upgrade, the new kube-proxy DaemonSet runs on workers that still use
+	// the old node image.
+	ComponentKubeProxy = "kube-proxy"
 )
 
 // Preload names components of another Kubernetes entry to bake in.

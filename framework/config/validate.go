@@ -296,11 +296,11 @@ func (b *Build) validate(e *errs) {
 				e.add(f+".from", "names its own entry")
 			}
 			if len(p.Components) == 0 {
-				e.add(f+".components", "at least one of %s, %s, %s is required", ComponentEtcd, ComponentCoreDNS, ComponentPause)
+				e.add(f+".components", "at least one of %s, %s, %s, %s is required", ComponentEtcd, ComponentCoreDNS, ComponentPause, ComponentKubeProxy)
 			}
 			for n, comp := range p.Components {
-				if comp != ComponentEtcd && comp != ComponentCoreDNS && comp != ComponentPause {
-					e.add(fmt.Sprintf("%s.components[%d]", f, n), "%q is not %s, %s or %s", comp, ComponentEtcd, ComponentCoreDNS, ComponentPause)
+				if comp != ComponentEtcd && comp != ComponentCoreDNS && comp != ComponentPause && comp != ComponentKubeProxy {
+					e.add(fmt.Sprintf("%s.components[%d]", f, n), "%q is not %s, %s, %s or %s", comp, ComponentEtcd, ComponentCoreDNS, ComponentPause, ComponentKubeProxy)
 				}
 			}
 		}

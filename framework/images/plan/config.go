@@ -143,6 +143,8 @@ func New(cfg *config.Config, opts Options) (*Plan, error) {
 					deps = append(deps, CoreDNSID(other.CoreDNS.Version))
 				case config.ComponentPause:
 					deps = append(deps, PauseID(other.Pause.Version))
+				case config.ComponentKubeProxy:
+					deps = append(deps, KubeComponentID("kube-proxy", other.Version))
 				default:
 					return nil, fmt.Errorf("plan node image %s: preload: unknown component %q", k.Version, comp)
 				}

@@ -102,7 +102,7 @@ func TestNewFromRepoConfig(t *testing.T) {
 	if slices.Contains(node.Deps, "etcd/v3.7.0") {
 		t.Error("node/v1.36.3 preloads etcd v3.7.0, which the config does not ask for")
 	}
-	if got, want := node.Inputs[InputPreload], "cloudnativelabs/kube-router:v2.1.0 registry.k8s.io/coredns/coredns:v1.14.2 registry.k8s.io/coredns/coredns:v1.14.6 registry.k8s.io/etcd:3.6.8-0 registry.k8s.io/kube-apiserver:v1.36.3 registry.k8s.io/kube-controller-manager:v1.36.3 registry.k8s.io/kube-proxy:v1.36.3 registry.k8s.io/kube-scheduler:v1.36.3 registry.k8s.io/pause:3.10.2"; got != want {
+	if got, want := node.Inputs[InputPreload], "cloudnativelabs/kube-router:v2.1.0 registry.k8s.io/coredns/coredns:v1.14.2 registry.k8s.io/coredns/coredns:v1.14.6 registry.k8s.io/etcd:3.6.8-0 registry.k8s.io/kube-apiserver:v1.36.3 registry.k8s.io/kube-controller-manager:v1.36.3 registry.k8s.io/kube-proxy:v1.36.3 registry.k8s.io/kube-proxy:v1.37.2 registry.k8s.io/kube-scheduler:v1.36.3 registry.k8s.io/pause:3.10.2"; got != want {
 		t.Errorf("node/v1.36.3 preload = %q\nwant %q", got, want)
 	}
 	if node.Inputs[InputFrom] != "capd-e2e/kind-base:v0.33.0" || node.Image != "kindest/node:v1.36.3" {
