@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"golang.org/x/mod/module"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/capd-e2e/capd-e2e/framework/images/gobuild"
 	"github.com/capd-e2e/capd-e2e/framework/images/nodeimage"
@@ -85,7 +86,9 @@ func TestIntegrationHAProxyLikeCAPD(t *testing.T) {
 	if err := rt.Kill(ctx, id, "SIGHUP"); err != nil {
 		t.Fatal(err)
 	}
-	if err := poll(ctx, 30*time.Second, func() bool { return strings.Count(logs(), "Loading success") >= 2 }); err != nil {
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return strings.Count(logs(), "Loading success") >= 2, nil
+	}); err != nil {
 		t.Fatalf("haproxy did not reload: %v\n%s", err, logs())
 	}
 	waitListening(t, ctx, rt, id, logs)
@@ -109,7 +112,7 @@ func waitListening(t *testing.T, ctx context.Context, rt runtime.Runtime, id str
 		}
 		return listens(string(out), 6443) && listens(string(out), 8404)
 	}
-	if err := poll(ctx, 30*time.Second, listening); err != nil {
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) { return listening(), nil }); err != nil {
 		t.Fatalf("haproxy does not listen on 6443 and 8404: %v\n%s", err, logs())
 	}
 }
@@ -177,23 +180,4 @@ func renderCAPDConfig(t *testing.T, ctx context.Context, capiVersion string) str
 		t.Logf("note: CAPD's template no longer sets maxconn 100000")
 	}
 	return out.String()
-}
-
-// poll calls ok every 500 ms until it returns true, ctx ends or timeout
-// passes.
-func poll(ctx context.Context, timeout time.Duration, ok func() bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if ok() {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("gave up after %s: %w", timeout, ctx.Err())
-		case <-tick.C:
-		}
-	}
 }

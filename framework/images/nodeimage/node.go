@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"golang.org/x/mod/module"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/capd-e2e/capd-e2e/framework/config"
 	"github.com/capd-e2e/capd-e2e/framework/images/gobuild"
@@ -293,20 +294,13 @@ done`
 // poll calls ok every 250 ms until it returns true, ctx ends or timeout
 // passes.
 func poll(ctx context.Context, timeout time.Duration, ok func() bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	t := time.NewTicker(250 * time.Millisecond)
-	defer t.Stop()
-	for {
-		if ok() {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("gave up after %s: %w", timeout, ctx.Err())
-		case <-t.C:
-		}
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return ok(), nil
+	})
+	if err != nil {
+		return fmt.Errorf("gave up after %s: %w", timeout, err)
 	}
+	return nil
 }
 
 // SandboxImage returns the pause image of a preload list: the one whose
