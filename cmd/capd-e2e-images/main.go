@@ -93,10 +93,15 @@ func splitList(s string) []string {
 
 // builderFiles returns the repository files whose content shapes the
 // images of each kind, as each builder's package declares them: changing
-// them rebuilds those images. Kinds whose package declares none (rootfs,
-// kind base, node, haproxy) are hashed on their inputs only.
+// them rebuilds those images.
 func builderFiles() map[plan.Kind][]string {
-	m := map[plan.Kind][]string{plan.KindCertManagerSubstitute: cmimage.Files}
+	m := map[plan.Kind][]string{
+		plan.KindCertManagerSubstitute: cmimage.Files,
+		plan.KindRootfs:                debian.Files,
+		plan.KindKindBase:              kindbase.Files,
+		plan.KindNode:                  nodeimage.NodeFiles,
+		plan.KindHAProxy:               nodeimage.HAProxyFiles,
+	}
 	for _, k := range goimages.Kinds {
 		m[k] = goimages.Files
 	}
