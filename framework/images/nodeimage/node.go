@@ -25,7 +25,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/mod/module"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/capd-e2e/capd-e2e/framework/config"
@@ -33,6 +32,7 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/images/kindbase"
 	"github.com/capd-e2e/capd-e2e/framework/images/oci"
 	"github.com/capd-e2e/capd-e2e/framework/images/plan"
+	"github.com/capd-e2e/capd-e2e/framework/images/render"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
 
@@ -67,7 +67,7 @@ const (
 // a change rebuilds the node images. The helper container and containerd
 // config patching live in package kindbase.
 var NodeFiles = []string{
-	"framework/images/nodeimage/node.go", "framework/images/nodeimage/manifest.go",
+	"framework/images/nodeimage/node.go", "framework/images/nodeimage/manifest.go", "framework/images/render/cni.go",
 	"framework/images/kindbase/kindbase.go", "framework/images/kindbase/toml.go", "framework/images/oci",
 }
 
@@ -129,15 +129,9 @@ func (b *Builder) Build(ctx context.Context, step plan.Step) error {
 	if err != nil {
 		return fail(err)
 	}
-	krInfo, err := b.Go.Download(ctx, module.Version{Path: b.KubeRouter.Path, Version: b.KubeRouter.Version})
+	// The same manifest the workload clusters get through a ClusterResourceSet.
+	manifest, err := (&render.Renderer{Go: b.Go}).KubeRouterManifest(ctx, b.KubeRouter)
 	if err != nil {
-		return fail(err)
-	}
-	manifest, err := os.ReadFile(filepath.Join(krInfo.Dir, filepath.FromSlash(KubeRouterManifestPath)))
-	if err != nil {
-		return fail(err)
-	}
-	if manifest, err = RewriteCNIManifest(manifest, b.KubeRouter.Image); err != nil {
 		return fail(err)
 	}
 
