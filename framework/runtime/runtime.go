@@ -282,7 +282,8 @@ type CommitOptions struct {
 	Cmd        []string
 	// Env, when not nil, replaces the image's environment.
 	Env []string
-	// Labels are set on the image, replacing the container's.
+	// Labels are added to the image on top of the container's own labels,
+	// which the engine copies into the image (an empty value blanks one).
 	Labels map[string]string
 	// StopSignal, when set, replaces the image's.
 	StopSignal string

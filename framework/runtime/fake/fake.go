@@ -472,12 +472,18 @@ func (f *Runtime) Commit(_ context.Context, nameOrID string, opts runtime.Commit
 	if err := f.record("Commit", nameOrID, opts.Ref); err != nil {
 		return "", err
 	}
-	if _, err := f.find(nameOrID); err != nil {
+	c, err := f.find(nameOrID)
+	if err != nil {
 		return "", fmt.Errorf("commit %w", err)
 	}
 	f.nextID++
 	id := fmt.Sprintf("sha256:fake%06d", f.nextID)
-	f.images[opts.Ref] = runtime.Image{ID: id, RepoTags: []string{opts.Ref}, Labels: maps.Clone(opts.Labels), Created: time.Now()}
+	labels := maps.Clone(c.Labels) // as the engine does: the container's, then opts'
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, opts.Labels)
+	f.images[opts.Ref] = runtime.Image{ID: id, RepoTags: []string{opts.Ref}, Labels: labels, Created: time.Now()}
 	return id, nil
 }
 
