@@ -3,15 +3,18 @@
 //
 // Objects are attributed by label only: the harness labels everything it
 // creates with runtime.LabelRunID, and CAPD and kind label every node and
-// load balancer container with the cluster name (runtime.LabelCluster). No
-// external state is needed, so a check works after a crash too. Check only
-// reads; Remove deletes what a report lists and nothing else.
+// load balancer container with the cluster name (runtime.LabelCluster),
+// which a run's markers (Tracker) tie to the run. No state outside the
+// engine is needed, so a check works after a crash too, and Reap cleans up
+// after a run that was killed. Check only reads; Remove deletes what a
+// report lists and nothing else.
 package leak
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
@@ -22,8 +25,21 @@ type Selector struct {
 	// RunID selects objects labelled with runtime.LabelRunID=RunID.
 	RunID string
 	// Cluster selects containers labelled runtime.LabelCluster=Cluster (CAPD
-	// machines and load balancer, or kind nodes).
+	// machines and load balancer, or kind nodes) or
+	// LabelTrackedCluster=Cluster (the cloud controller manager's load
+	// balancers).
 	Cluster string
+	// Clusters selects the containers of more clusters, as Cluster does.
+	Clusters []string
+}
+
+func (s Selector) clusters() []string {
+	out := slices.Clone(s.Clusters)
+	if s.Cluster != "" {
+		out = append(out, s.Cluster)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 func (s Selector) String() string {
@@ -31,8 +47,8 @@ func (s Selector) String() string {
 	if s.RunID != "" {
 		parts = append(parts, "run "+s.RunID)
 	}
-	if s.Cluster != "" {
-		parts = append(parts, "cluster "+s.Cluster)
+	if cs := s.clusters(); len(cs) > 0 {
+		parts = append(parts, "cluster "+strings.Join(cs, ", "))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -80,7 +96,7 @@ func (r Report) Err() error {
 
 // Check lists the objects that sel selects.
 func Check(ctx context.Context, rt runtime.Runtime, sel Selector) (Report, error) {
-	if sel.RunID == "" && sel.Cluster == "" {
+	if sel.RunID == "" && len(sel.clusters()) == 0 {
 		return Report{}, errors.New("leak check: selector has neither a run id nor a cluster name")
 	}
 	rep := Report{Selector: sel}
@@ -89,8 +105,10 @@ func Check(ctx context.Context, rt runtime.Runtime, sel Selector) (Report, error
 	if sel.RunID != "" {
 		filters = append(filters, runtime.Filter{Labels: map[string]string{runtime.LabelRunID: sel.RunID}})
 	}
-	if sel.Cluster != "" {
-		filters = append(filters, runtime.Filter{Labels: map[string]string{runtime.LabelCluster: sel.Cluster}})
+	for _, c := range sel.clusters() {
+		filters = append(filters,
+			runtime.Filter{Labels: map[string]string{runtime.LabelCluster: c}},
+			runtime.Filter{Labels: map[string]string{LabelTrackedCluster: c}})
 	}
 	for _, f := range filters {
 		cs, err := rt.ListContainers(ctx, f)
@@ -115,7 +133,9 @@ func Check(ctx context.Context, rt runtime.Runtime, sel Selector) (Report, error
 		if err != nil {
 			return rep, fmt.Errorf("leak check for %s: %w", sel, err)
 		}
-		rep.Volumes = vols
+		// A run's markers are its bookkeeping, removed by FinishRun or
+		// Reap, not leftovers.
+		rep.Volumes = slices.DeleteFunc(vols, func(v runtime.Volume) bool { return v.Labels[runtime.LabelCreatedBy] == markerComponent })
 	}
 	return rep, nil
 }

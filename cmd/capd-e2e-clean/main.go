@@ -1,0 +1,132 @@
+// Command capd-e2e-clean removes what E2E runs left in the container engine
+// (DOCKER_HOST), by the runs' markers (framework/leak): a run killed
+// outright (kill -9, a node lost) leaves its kind management cluster, its
+// workload clusters' machines and load balancers, and whatever it labelled
+// with its run id. `make clean-e2e` runs it.
+//
+// Usage:
+//
+//	capd-e2e-clean              remove everything of the runs whose process is gone
+//	capd-e2e-clean -list        list the runs in the engine, live or not
+//	capd-e2e-clean -run ID,...  also remove these runs, whatever their process
+//	capd-e2e-clean -check ID    report what run ID left (exit 1 if anything), remove it
+//
+// Runs whose process is alive are never touched unless named with -run or
+// -check. The suite runs the first form before it creates anything, so a
+// re-run after a crash needs no manual step.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/capd-e2e/capd-e2e/framework/leak"
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
+	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("capd-e2e-clean", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	list := fs.Bool("list", false, "list the runs in the engine and exit")
+	runs := fs.String("run", "", "comma-separated run ids to remove whatever their process")
+	check := fs.String("check", "", "report what this run left, remove it, exit 1 if it left anything")
+	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "capd-e2e-clean: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	rt, err := moby.New(moby.Config{})
+	if err != nil {
+		fmt.Fprintln(stderr, "capd-e2e-clean:", err)
+		return 2
+	}
+	defer rt.Close()
+
+	switch {
+	case *list:
+		return listRuns(ctx, rt, stdout, stderr)
+	case *check != "":
+		return checkRun(ctx, rt, *check, stdout, stderr)
+	}
+	var ids []string
+	for _, id := range strings.Split(*runs, ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	reaped, err := leak.Reap(ctx, rt, ids...)
+	if err != nil {
+		fmt.Fprintln(stderr, "capd-e2e-clean:", err)
+		return 2
+	}
+	code := 0
+	for _, r := range reaped {
+		fmt.Fprintf(stdout, "run %s (owner %s, clusters %s): removed %s\n", r.Run.ID, r.Run.Owner, strings.Join(r.Run.Clusters, ", "), r.Report)
+		if r.Err != nil {
+			fmt.Fprintf(stderr, "capd-e2e-clean: run %s: %v\n", r.Run.ID, r.Err)
+			code = 1
+		}
+	}
+	if len(reaped) == 0 {
+		fmt.Fprintln(stdout, "capd-e2e-clean: no run to clean up")
+	}
+	return code
+}
+
+func listRuns(ctx context.Context, rt runtime.Runtime, stdout, stderr io.Writer) int {
+	runs, err := leak.Runs(ctx, rt)
+	if err != nil {
+		fmt.Fprintln(stderr, "capd-e2e-clean:", err)
+		return 2
+	}
+	for _, r := range runs {
+		state := "gone"
+		if r.Alive() {
+			state = "alive"
+		}
+		fmt.Fprintf(stdout, "%s\towner %s (%s)\tstarted %s\tclusters %s\n", r.ID, r.Owner, state, r.Started.UTC().Format(time.RFC3339), strings.Join(r.Clusters, ","))
+	}
+	return 0
+}
+
+// checkRun is ci-e2e.sh's leak check: what the run left is reported, then
+// removed so that the next job starts clean, and the exit code says it.
+func checkRun(ctx context.Context, rt runtime.Runtime, id string, stdout, stderr io.Writer) int {
+	rep, err := leak.CheckRun(ctx, rt, id)
+	if err != nil {
+		fmt.Fprintln(stderr, "capd-e2e-clean:", err)
+		return 2
+	}
+	if rep.Empty() {
+		if err := leak.FinishRun(ctx, rt, id); err != nil {
+			fmt.Fprintln(stderr, "capd-e2e-clean:", err)
+			return 2
+		}
+		fmt.Fprintf(stdout, "run %s left nothing\n", id)
+		return 0
+	}
+	fmt.Fprintln(stdout, rep)
+	if _, err := leak.Reap(ctx, rt, id); err != nil {
+		fmt.Fprintln(stderr, "capd-e2e-clean: removing them:", err)
+	}
+	return 1
+}

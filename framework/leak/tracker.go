@@ -1,0 +1,270 @@
+package leak
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
+)
+
+// Labels of the run markers a Tracker writes.
+const (
+	// LabelOwner says which process owns a run: "<host>/<pid>/<start>",
+	// where start is the process's start time in clock ticks since boot
+	// (/proc/<pid>/stat), so that a reused pid is not mistaken for it.
+	LabelOwner = "e2e.capd.x-k8s.io/owner"
+	// LabelStarted is when the marker was written, in Unix seconds.
+	LabelStarted = "e2e.capd.x-k8s.io/started"
+	// LabelTrackedCluster names a cluster a run owns; the cloud
+	// controller manager's load balancers carry it too.
+	LabelTrackedCluster = "e2e.capd.x-k8s.io/cluster"
+	// markerComponent is runtime.LabelCreatedBy of a marker.
+	markerComponent = "capd-e2e-run-marker"
+)
+
+// MaxForeignAge is how long the markers of a run owned by another host are
+// taken as live: its owner cannot be checked from here. It is longer than
+// the suite's default timeout (3h).
+const MaxForeignAge = 6 * time.Hour
+
+// Tracker records in the engine what a run owns, so that what the run
+// leaves can be found, and removed, after the run is gone, even when it
+// was killed outright: for each cluster the run creates (its kind
+// management cluster, the workload clusters CAPD makes for it), a small
+// labelled volume, the run's marker, names the cluster and the process
+// that owns the run. CAPD's and kind's containers cannot carry the run's
+// labels (neither lets the caller add container labels); the markers tie
+// them to the run by their cluster label.
+//
+// Reaping by markers is written here rather than with testcontainers-go's
+// Ryuk reaper because Ryuk needs an image no registry-less machine can
+// pull and a container per run, and the run must survive its own process
+// (the suite tears down after Ginkgo interrupts; a Ryuk session would end
+// with the connection instead).
+type Tracker struct {
+	rt    runtime.Resources
+	runID string
+	owner string
+}
+
+// NewTracker returns the tracker of run runID, owned by this process.
+func NewTracker(rt runtime.Resources, runID string) *Tracker {
+	return &Tracker{rt: rt, runID: runID, owner: selfOwner()}
+}
+
+// NewTrackerFor returns the tracker of run runID on behalf of the process
+// that owns the run (another Ginkgo process: the run lives as long as the
+// process that set it up, which tears it down).
+func NewTrackerFor(rt runtime.Resources, runID, owner string) *Tracker {
+	return &Tracker{rt: rt, runID: runID, owner: owner}
+}
+
+// RunID returns the run's id.
+func (t *Tracker) RunID() string { return t.runID }
+
+// Owner returns the run's owner, as LabelOwner spells it.
+func (t *Tracker) Owner() string { return t.owner }
+
+var unsafeVolumeChars = regexp.MustCompile(`[^a-zA-Z0-9_.-]`)
+
+// markerName is the marker volume of cluster in run runID.
+func markerName(runID, cluster string) string {
+	return "capd-e2e-" + runID + "-" + unsafeVolumeChars.ReplaceAllString(cluster, "_")
+}
+
+// Track records that the run owns cluster: its containers (labelled
+// io.x-k8s.kind.cluster or e2e.capd.x-k8s.io/cluster with its name) are
+// the run's. Call it before the cluster is created. Tracking a cluster
+// twice is not an error.
+func (t *Tracker) Track(ctx context.Context, cluster string) error {
+	labels := runtime.RunLabels(t.runID, markerComponent, map[string]string{
+		LabelOwner:          t.owner,
+		LabelStarted:        strconv.FormatInt(time.Now().Unix(), 10),
+		LabelTrackedCluster: cluster,
+	})
+	err := t.rt.CreateVolume(ctx, markerName(t.runID, cluster), labels)
+	if err != nil && !errors.Is(err, runtime.ErrConflict) {
+		return fmt.Errorf("track cluster %q of run %s: %w", cluster, t.runID, err)
+	}
+	return nil
+}
+
+// Run is a run known from its markers.
+type Run struct {
+	// ID is the run id.
+	ID string
+	// Owner is the owning process ("<host>/<pid>/<start>").
+	Owner string
+	// Started is when its first marker was written.
+	Started time.Time
+	// Clusters are the clusters it tracked.
+	Clusters []string
+	// Markers are its marker volumes.
+	Markers []string
+}
+
+// Alive reports whether the run's owner still runs: a process of this
+// host is checked by pid and start time; one of another host is taken as
+// alive for MaxForeignAge.
+func (r Run) Alive() bool {
+	host, pid, start, ok := parseOwner(r.Owner)
+	if !ok {
+		return time.Since(r.Started) < MaxForeignAge
+	}
+	if h, _ := os.Hostname(); host != h {
+		return time.Since(r.Started) < MaxForeignAge
+	}
+	got, err := processStart(pid)
+	return err == nil && got == start
+}
+
+// Runs lists the runs that have markers in the engine, by id.
+func Runs(ctx context.Context, rt runtime.Resources) ([]Run, error) {
+	vols, err := rt.ListVolumes(ctx, runtime.Filter{Labels: map[string]string{runtime.LabelCreatedBy: markerComponent}})
+	if err != nil {
+		return nil, fmt.Errorf("list run markers: %w", err)
+	}
+	byID := map[string]*Run{}
+	var ids []string
+	for _, v := range vols {
+		id := v.Labels[runtime.LabelRunID]
+		r := byID[id]
+		if r == nil {
+			r = &Run{ID: id, Owner: v.Labels[LabelOwner]}
+			byID[id] = r
+			ids = append(ids, id)
+		}
+		if s, err := strconv.ParseInt(v.Labels[LabelStarted], 10, 64); err == nil {
+			if t := time.Unix(s, 0); r.Started.IsZero() || t.Before(r.Started) {
+				r.Started = t
+			}
+		}
+		r.Clusters = append(r.Clusters, v.Labels[LabelTrackedCluster])
+		r.Markers = append(r.Markers, v.Name)
+	}
+	slices.Sort(ids)
+	out := make([]Run, 0, len(ids))
+	for _, id := range ids {
+		r := byID[id]
+		slices.Sort(r.Clusters)
+		out = append(out, *r)
+	}
+	return out, nil
+}
+
+// CheckRun lists what run runID left: its labelled containers, networks
+// and volumes (its markers aside), and the containers of every cluster it
+// tracked.
+func CheckRun(ctx context.Context, rt runtime.Runtime, runID string) (Report, error) {
+	runs, err := Runs(ctx, rt)
+	if err != nil {
+		return Report{Selector: Selector{RunID: runID}}, err
+	}
+	var clusters []string
+	for _, r := range runs {
+		if r.ID == runID {
+			clusters = r.Clusters
+		}
+	}
+	return Check(ctx, rt, Selector{RunID: runID, Clusters: clusters})
+}
+
+// FinishRun removes run runID's markers once CheckRun found it clean;
+// with leftovers, they stay, so that Reap can finish the job later.
+func FinishRun(ctx context.Context, rt runtime.Runtime, runID string) error {
+	rep, err := CheckRun(ctx, rt, runID)
+	if err != nil {
+		return err
+	}
+	if !rep.Empty() {
+		return rep.Err()
+	}
+	return removeMarkers(ctx, rt, runID)
+}
+
+func removeMarkers(ctx context.Context, rt runtime.Resources, runID string) error {
+	vols, err := rt.ListVolumes(ctx, runtime.Filter{Labels: map[string]string{runtime.LabelCreatedBy: markerComponent, runtime.LabelRunID: runID}})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, v := range vols {
+		errs = append(errs, rt.RemoveVolume(ctx, v.Name))
+	}
+	return errors.Join(errs...)
+}
+
+// Reaped is what Reap did with one run.
+type Reaped struct {
+	Run    Run
+	Report Report
+	Err    error
+}
+
+// Reap removes everything of the runs whose owner is gone (see
+// Run.Alive), or of the runs in ids whatever their owner's state, and
+// their markers. Runs of live owners are never touched.
+func Reap(ctx context.Context, rt runtime.Runtime, ids ...string) ([]Reaped, error) {
+	runs, err := Runs(ctx, rt)
+	if err != nil {
+		return nil, err
+	}
+	var out []Reaped
+	for _, r := range runs {
+		if !slices.Contains(ids, r.ID) && r.Alive() {
+			continue
+		}
+		rep, err := Check(ctx, rt, Selector{RunID: r.ID, Clusters: r.Clusters})
+		if err == nil {
+			err = Remove(ctx, rt, rep)
+		}
+		if err == nil {
+			err = removeMarkers(ctx, rt, r.ID)
+		}
+		out = append(out, Reaped{Run: r, Report: rep, Err: err})
+	}
+	return out, nil
+}
+
+// selfOwner is this process as LabelOwner spells it.
+func selfOwner() string {
+	host, _ := os.Hostname()
+	start, _ := processStart(os.Getpid())
+	return fmt.Sprintf("%s/%d/%d", host, os.Getpid(), start)
+}
+
+func parseOwner(owner string) (host string, pid int, start uint64, ok bool) {
+	parts := strings.Split(owner, "/")
+	if len(parts) != 3 {
+		return "", 0, 0, false
+	}
+	pid, err1 := strconv.Atoi(parts[1])
+	start, err2 := strconv.ParseUint(parts[2], 10, 64)
+	return parts[0], pid, start, err1 == nil && err2 == nil
+}
+
+// processStart returns a process's start time in clock ticks since boot
+// (field 22 of /proc/<pid>/stat).
+func processStart(pid int) (uint64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces; fields after its ")".
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	if len(fields) < 20 {
+		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
+	}
+	return strconv.ParseUint(fields[19], 10, 64)
+}
