@@ -1,44 +1,64 @@
 #!/usr/bin/env bash
-# Makes sure a Docker-API engine answers at DOCKER_HOST (default: the local
-# socket), starting the local dockerd if it is installed but not running.
-#
-# With --privileged-nesting it also makes sure the engine can run the
-# privileged containers kind and CAPD create on hosts whose capability
-# bounding set lacks CAP_SYS_RESOURCE: Docker < 23 asks for every capability
-# and fails there ("unable to apply caps"), Docker >= 23 grants only the ones
-# it has. On Debian, an older engine is replaced by Debian trixie's docker.io
-# (pinned so nothing else is taken from trixie) and restarted.
+# Checks that a Docker-API engine answers at DOCKER_HOST (default: the local
+# socket) and, with --privileged-nesting, that it can run the privileged
+# containers kind and CAPD create. By default it only checks and explains:
+# what is wrong and the exact command that would fix it. It changes the host
+# only when CAPD_E2E_FIX_ENGINE=true (this project's CI sets it; see
+# README.md, "The engine", for exactly what that changes):
+#   - no engine answers, dockerd is installed: start dockerd (its pid in
+#     /run/capd-e2e-dockerd.pid, its log in /var/log/capd-e2e-dockerd.log);
+#   - Docker < 23 on a host whose capability bounding set lacks
+#     CAP_SYS_RESOURCE (privileged containers fail with "unable to apply
+#     caps"): install Debian trixie's docker.io, pinned so nothing else comes
+#     from trixie, and restart the dockerd this script started (by pid) —
+#     never one it did not start.
 set -o errexit -o nounset -o pipefail
 
 privileged=false
 [[ "${1:-}" == "--privileged-nesting" ]] && privileged=true
+fix=false
+case "${CAPD_E2E_FIX_ENGINE:-}" in 1 | true | yes) fix=true ;; esac
+
+PIDFILE=/run/capd-e2e-dockerd.pid
+LOGFILE=/var/log/capd-e2e-dockerd.log
 
 log() { printf 'ensure-engine: %s\n' "$*" >&2; }
-
 engine_up() { timeout 10 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
+our_dockerd() { [[ -f $PIDFILE ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null && [[ $(cat "/proc/$(cat "$PIDFILE")/comm" 2>/dev/null) == dockerd ]]; }
 
 start_dockerd() {
-  if [[ -n "${DOCKER_HOST:-}" && "${DOCKER_HOST}" != unix:///var/run/docker.sock ]]; then
-    log "no engine answers at DOCKER_HOST=${DOCKER_HOST}; not starting a local one"
-    return 1
-  fi
-  command -v dockerd >/dev/null || { log "no engine answers and dockerd is not installed"; return 1; }
-  log "starting dockerd (log: /var/log/capd-e2e-dockerd.log)"
-  setsid nohup dockerd >>/var/log/capd-e2e-dockerd.log 2>&1 </dev/null &
+  setsid nohup dockerd >>"$LOGFILE" 2>&1 </dev/null &
+  echo $! >"$PIDFILE"
   for _ in $(seq 60); do engine_up && return 0; sleep 1; done
-  log "dockerd did not answer within 60s; its log ends with:"; tail -20 /var/log/capd-e2e-dockerd.log >&2
+  log "dockerd (pid $(cat "$PIDFILE")) did not answer within 60s; its log ends with:"
+  tail -20 "$LOGFILE" >&2
   return 1
 }
 
-stop_dockerd() {
-  local pids; pids=$(pgrep -x dockerd || true)
-  [[ -z "$pids" ]] && return 0
-  kill $pids
-  for _ in $(seq 60); do pgrep -x dockerd >/dev/null || return 0; sleep 1; done
-  log "dockerd did not stop"; return 1
+stop_our_dockerd() {
+  local pid; pid=$(cat "$PIDFILE")
+  kill "$pid"
+  for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || { rm -f "$PIDFILE"; return 0; }; sleep 1; done
+  log "dockerd (pid $pid) did not stop within 60s"
+  return 1
 }
 
-engine_up || start_dockerd
+if ! engine_up; then
+  if [[ -n "${DOCKER_HOST:-}" && "${DOCKER_HOST}" != unix:///var/run/docker.sock ]]; then
+    log "no engine answers at DOCKER_HOST=${DOCKER_HOST}: start it, or unset DOCKER_HOST for the local one"
+    exit 1
+  fi
+  if ! command -v dockerd >/dev/null; then
+    log "no engine answers at unix:///var/run/docker.sock and dockerd is not installed: install Docker >= 23 (Debian: apt-get install docker.io)"
+    exit 1
+  fi
+  if ! $fix; then
+    log "no engine answers at unix:///var/run/docker.sock: start it (e.g. 'systemctl start docker', or 'dockerd &'), or rerun with CAPD_E2E_FIX_ENGINE=true to have this script start dockerd"
+    exit 1
+  fi
+  log "starting dockerd (CAPD_E2E_FIX_ENGINE; log: $LOGFILE)"
+  start_dockerd
+fi
 version=$(docker version --format '{{.Server.Version}}')
 log "engine $version at ${DOCKER_HOST:-unix:///var/run/docker.sock}"
 $privileged || exit 0
@@ -49,8 +69,20 @@ has_sys_resource=$(( (16#$capbnd >> 24) & 1 ))
 if (( major >= 23 )) || (( has_sys_resource == 1 )); then
   exit 0
 fi
-log "engine $version is older than 23 and CapBnd=$capbnd lacks CAP_SYS_RESOURCE: privileged containers would fail"
+log "engine $version is older than 23 and this host's capability bounding set ($capbnd) lacks CAP_SYS_RESOURCE: privileged containers (kind's and CAPD's nodes) would fail with \"unable to apply caps\""
+if ! $fix; then
+  log "fix: install Docker >= 23 and restart it; on Debian bookworm, Debian trixie's docker.io works:"
+  log "  echo 'deb http://deb.debian.org/debian trixie main' >/etc/apt/sources.list.d/trixie.list"
+  log "  printf 'Package: *\\nPin: release n=trixie\\nPin-Priority: 100\\n' >/etc/apt/preferences.d/trixie"
+  log "  apt-get update && apt-get install -t trixie docker.io && systemctl restart docker"
+  log "or rerun with CAPD_E2E_FIX_ENGINE=true to have this script do it (README.md, 'The engine')"
+  exit 1
+fi
 [[ -f /etc/debian_version ]] || { log "not Debian: install Docker >= 23 yourself"; exit 1; }
+if engine_up && ! our_dockerd; then
+  log "the running dockerd was not started by this script (no live pid in $PIDFILE): restart it yourself after the upgrade; refusing to kill it"
+  exit 1
+fi
 cat >/etc/apt/sources.list.d/capd-e2e-trixie.sources <<'SRC'
 Types: deb
 URIs: http://deb.debian.org/debian
@@ -65,6 +97,6 @@ Pin-Priority: 100
 PIN
 apt-get update -qq
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t trixie docker.io >/dev/null
-stop_dockerd
+stop_our_dockerd
 start_dockerd
 log "engine now $(docker version --format '{{.Server.Version}}')"
