@@ -9,7 +9,7 @@ GINKGO_LABEL_FILTER ?= PR-Blocking && !comparison
 GINKGO_NODES ?= 1
 export GINKGO_FOCUS GINKGO_SKIP GINKGO_LABEL_FILTER GINKGO_NODES
 
-.PHONY: test test-podman lint bench images test-images test-e2e
+.PHONY: test test-podman lint bench images test-images test-e2e test-examples
 
 test: ## Unit and integration tests (needs a Docker-API engine).
 	scripts/test.sh
@@ -23,11 +23,14 @@ lint: ## gofmt and go vet.
 bench: ## Exec latency: our runtime vs the docker CLI, idle and loaded.
 	scripts/bench-exec.sh
 
-images: ## Build every image the E2E needs, from the Go module proxy and Debian.
-	scripts/images.sh
+images: ## Provide every image the E2E needs: built from the Go module proxy and Debian, or pulled (build.registry). ARGS=-list shows the plan.
+	scripts/images.sh $(ARGS)
 
 test-images: images ## Boot a 2-node kind cluster from the built images (slow).
 	scripts/test-images.sh
 
 test-e2e: ## The E2E suite (PR-Blocking quick-start by default).
 	scripts/ci-e2e.sh
+
+test-examples: ## A provider's suite (examples/) for real: CAPD built from a directory outside the repo.
+	scripts/test-examples.sh

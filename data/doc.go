@@ -1,6 +1,7 @@
 // Package data holds capd-e2e's CAPD cluster templates: plain YAML files,
-// one per clusterctl flavor, that config/e2e.yaml copies into the local
-// clusterctl repository of the docker provider.
+// one per clusterctl flavor, that the built-in docker provider (CAPD)
+// carries into the local clusterctl repository (config.RepositoryProviders:
+// every data/cluster-template*.yaml).
 //
 //	cluster-template.yaml                  default flavor: quick-start
 //	cluster-template-upgrades.yaml         "upgrades": cluster-upgrade

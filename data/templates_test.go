@@ -157,7 +157,7 @@ var _ = Describe("CAPD cluster templates", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
 		cfg, err := config.Load(configFile)
 		Expect(err).ToNot(HaveOccurred())
-		full, err := upstream.E2EConfig(cfg)
+		full, err := upstream.E2EConfig(cfg, GinkgoT().TempDir())
 		Expect(err).ToNot(HaveOccurred())
 
 		// A repository with only the docker provider, whose components are
@@ -246,11 +246,13 @@ var _ = Describe("CAPD cluster templates", Ordered, func() {
 // Separate from the Ordered container above so that a config not yet
 // pointing here does not hide what the rendering tests find.
 var _ = Describe("config/e2e.yaml", func() {
-	It("are all listed, from this folder, by config/e2e.yaml's docker provider", func() {
+	It("are all listed, from this folder, by the built-in docker provider", func() {
 		cfg, err := config.Load(configFile)
 		Expect(err).ToNot(HaveOccurred())
+		providers, err := cfg.RepositoryProviders(GinkgoT().TempDir())
+		Expect(err).ToNot(HaveOccurred())
 		var listed []string
-		for _, p := range cfg.Providers {
+		for _, p := range providers {
 			if p.Name != "docker" || p.Type != config.InfrastructureProvider {
 				continue
 			}
@@ -261,8 +263,9 @@ var _ = Describe("config/e2e.yaml", func() {
 			}
 		}
 		for _, f := range flavors {
-			Expect(listed).To(ContainElement(filepath.Join("..", "data", f.file)),
-				"config/e2e.yaml: the docker provider's files must include sourcePath ../data/%s", f.file)
+			abs, err := filepath.Abs(f.file)
+			Expect(err).ToNot(HaveOccurred())
+			Expect(listed).To(ContainElement(abs), "the docker provider's files must include %s", abs)
 		}
 	})
 })

@@ -27,13 +27,14 @@ import (
 // numbers go to the artifacts folder (comparison/) and the Ginkgo log.
 
 var _ = Describe("Upstream's quick-start on the same management cluster", Label(specs.LabelComparison), func() {
-	capie2e.QuickStartSpec(ctx, func() capie2e.QuickStartSpecInput {
+	capie2e.QuickStartSpec(context.Background(), func() capie2e.QuickStartSpecInput {
+		in := commonInput()
 		return capie2e.QuickStartSpecInput{
-			E2EConfig:             e2eConfig,
-			ClusterctlConfigPath:  clusterctlConfigPath,
-			BootstrapClusterProxy: bootstrapClusterProxy,
-			ArtifactFolder:        filepath.Join(artifactFolder, "comparison", "upstream-quick-start"),
-			SkipCleanup:           skipCleanup,
+			E2EConfig:             in.E2EConfig,
+			ClusterctlConfigPath:  in.ClusterctlConfigPath,
+			BootstrapClusterProxy: in.BootstrapClusterProxy,
+			ArtifactFolder:        filepath.Join(in.ArtifactFolder, "comparison", "upstream-quick-start"),
+			SkipCleanup:           in.SkipCleanup,
 		}
 	})
 })
@@ -45,18 +46,19 @@ var _ = Describe("Log collection compared with upstream's DockerLogCollector", L
 			ControlPlaneMachineCount: ptr.To[int64](1),
 			WorkerMachineCount:       ptr.To[int64](2),
 			PostMachinesProvisioned: func(mgmt framework.ClusterProxy, namespace, name string) {
-				compareLogCollectors(ctx, mgmt, namespace, name)
+				compareLogCollectors(context.Background(), mgmt, namespace, name)
 			},
 		}
 	})
 })
 
 func compareLogCollectors(ctx context.Context, mgmt framework.ClusterProxy, namespace, name string) {
-	dir := filepath.Join(artifactFolder, "comparison", "log-collectors", name)
+	in := commonInput()
+	dir := filepath.Join(in.ArtifactFolder, "comparison", "log-collectors", name)
 
 	By("Collecting the 3 machines' logs with our collector")
 	start := time.Now()
-	ours := &capdlogs.Collector{Runtime: rt}
+	ours := &capdlogs.Collector{Runtime: in.Runtime}
 	Expect(ours.CollectCluster(ctx, name, filepath.Join(dir, "ours"))).To(Succeed())
 	oursTime := time.Since(start)
 

@@ -6,6 +6,7 @@ import (
 	"context"
 
 	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 	"sigs.k8s.io/cluster-api/test/framework"
 
 	"github.com/capd-e2e/capd-e2e/e2e/specs"
@@ -19,7 +20,7 @@ var _ = Describe("When moving a cluster's management into itself", func() {
 			// so the self-hosted cluster needs the CRDs and our substitute
 			// before clusterctl init, as the management cluster did.
 			PreClusterctlInit: func(ctx context.Context, proxy framework.ClusterProxy) {
-				installCertManager(ctx, proxy)
+				Expect(e2eSuite.Environment().InstallCertManager(ctx, proxy)).To(Succeed())
 			},
 		}
 	})

@@ -2,11 +2,26 @@
 # Prow entry point, and what `make test-e2e` runs.
 #
 # Honours ARTIFACTS (default: _artifacts), GINKGO_FOCUS, GINKGO_SKIP (space
-# separated), GINKGO_LABEL_FILTER (default: "PR-Blocking && !comparison"), GINKGO_NODES
-# (default 1), GINKGO_TIMEOUT (default 3h), E2E_CONFIG, SKIP_RESOURCE_CLEANUP,
-# USE_EXISTING_CLUSTER. Builds the images that are missing or stale, runs the
-# suite with a JUnit report in ARTIFACTS, saves the host's container state
-# into ARTIFACTS/localhost, and fails if the run left containers behind.
+# separated), GINKGO_LABEL_FILTER (default: "PR-Blocking && !comparison"),
+# GINKGO_NODES (default 1), GINKGO_TIMEOUT (default 3h), E2E_CONFIG,
+# SKIP_RESOURCE_CLEANUP and USE_EXISTING_CLUSTER (true/1/yes), E2E_SUITE_DIR
+# (the Ginkgo suite's package directory, default e2e/; a provider's suite in
+# its own module works too), GRACE_PERIOD (default 10m: how long the suite
+# gets to clean up after SIGTERM/SIGINT before it is killed).
+#
+# Provides the images (built, or pulled per build.registry), runs the suite
+# with a JUnit report in ARTIFACTS under a run id of its own
+# (CAPD_E2E_RUN_ID), then checks by that run id that the run left nothing
+# in the engine (and removes what it left, failing the job), scans the
+# artifacts for secrets (and redacts them, failing the job), and saves the
+# host's container state into ARTIFACTS/localhost.
+#
+# Signals as Prow sends them: SIGTERM (or SIGINT) is passed on to the suite
+# as an interrupt: Ginkgo interrupts the running node and cleans up, then
+# writes its reports. A second signal is passed on too: Ginkgo skips the
+# rest of the cleanup but still writes the JUnit report. A third signal, or
+# GRACE_PERIOD after the first, kills the suite. Whatever the suite did not
+# clean up is then removed here by run id. The exit code is non-zero.
 set -o errexit -o nounset -o pipefail
 
 REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,9 +32,14 @@ GINKGO_SKIP=${GINKGO_SKIP:-}
 GINKGO_LABEL_FILTER=${GINKGO_LABEL_FILTER:-PR-Blocking && !comparison}
 GINKGO_NODES=${GINKGO_NODES:-1}
 GINKGO_TIMEOUT=${GINKGO_TIMEOUT:-3h}
-E2E_CONFIG=${E2E_CONFIG:-$REPO_ROOT/config/e2e.yaml}
-SKIP_RESOURCE_CLEANUP=${SKIP_RESOURCE_CLEANUP:-false}
-USE_EXISTING_CLUSTER=${USE_EXISTING_CLUSTER:-false}
+GRACE_PERIOD=${GRACE_PERIOD:-10m}
+E2E_CONFIG=$(realpath "${E2E_CONFIG:-$REPO_ROOT/config/e2e.yaml}")
+E2E_SUITE_DIR=$(realpath "${E2E_SUITE_DIR:-$REPO_ROOT/e2e}")
+export E2E_CONFIG
+
+bool() { case "${1,,}" in 1 | true | yes | y | on) echo true ;; "" | 0 | false | no | n | off) echo false ;; *) echo "ci-e2e: $2=$1 is not a boolean (true/false, 1/0, yes/no)" >&2; exit 2 ;; esac; }
+SKIP_RESOURCE_CLEANUP=$(bool "${SKIP_RESOURCE_CLEANUP:-false}" SKIP_RESOURCE_CLEANUP)
+USE_EXISTING_CLUSTER=$(bool "${USE_EXISTING_CLUSTER:-false}" USE_EXISTING_CLUSTER)
 mkdir -p "$ARTIFACTS/localhost"
 
 log() { printf '[ci-e2e %s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
@@ -27,13 +47,18 @@ log() { printf '[ci-e2e %s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 scripts/install-deps.sh
 scripts/ensure-engine.sh --privileged-nesting
 
+# One run id for everything this job creates: the suite labels and tracks
+# by it, and the leak check below looks for nothing else, so that runs on
+# one engine never see each other's objects.
+export CAPD_E2E_RUN_ID=${CAPD_E2E_RUN_ID:-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')}
+log "run id $CAPD_E2E_RUN_ID"
+
 start=$(date +%s)
 log "building or reusing images"
 scripts/images.sh 2>&1 | tee "$ARTIFACTS/localhost/images.log"
 log "images ready after $(( $(date +%s) - start ))s"
-
-# The host's container state: what was there before, for the leak check.
-docker ps -aq --no-trunc | sort >"$ARTIFACTS/localhost/containers-before.txt"
+go build -o hack/tools/bin/capd-e2e-clean ./cmd/capd-e2e-clean
+go build -o hack/tools/bin/capd-e2e-secrets ./cmd/capd-e2e-secrets
 events_since=$(date -u +%s)
 
 save_host_state() {
@@ -59,22 +84,66 @@ args=(-v --trace --tags=e2e --timeout="$GINKGO_TIMEOUT" --nodes="$GINKGO_NODES"
 for s in $GINKGO_SKIP; do args+=(--skip="$s"); done
 
 log "running the suite (label filter: ${GINKGO_LABEL_FILTER:-none})"
-rc=0
-"$GINKGO" "${args[@]}" ./e2e -- \
+# The suite in its own process group, so that a kill reaches the test
+# processes ginkgo starts, not only ginkgo.
+cd "$E2E_SUITE_DIR"
+setsid "$GINKGO" "${args[@]}" . -- \
   -e2e.config="$E2E_CONFIG" -e2e.artifacts-folder="$ARTIFACTS" \
-  -e2e.skip-resource-cleanup="$SKIP_RESOURCE_CLEANUP" -e2e.use-existing-cluster="$USE_EXISTING_CLUSTER" || rc=$?
+  -e2e.skip-resource-cleanup="$SKIP_RESOURCE_CLEANUP" -e2e.use-existing-cluster="$USE_EXISTING_CLUSTER" &
+suite=$!
+cd "$REPO_ROOT"
+
+signals=0
+on_signal() { # $1: the signal
+  signals=$((signals + 1))
+  case $signals in
+  1)
+    log "got $1: interrupting the suite, which cleans up (killed after GRACE_PERIOD=$GRACE_PERIOD)"
+    kill -INT -- "-$suite" 2>/dev/null || true
+    ( sleep "$GRACE_PERIOD"; log "grace period over: killing the suite"; kill -KILL -- "-$suite" 2>/dev/null ) &
+    watchdog=$!
+    ;;
+  2)
+    log "got $1 again: the suite skips its cleanup and writes its report; leftovers are removed afterwards"
+    kill -INT -- "-$suite" 2>/dev/null || true
+    ;;
+  *)
+    log "got $1 a third time: killing the suite"
+    kill -KILL -- "-$suite" 2>/dev/null || true
+    ;;
+  esac
+}
+trap 'on_signal TERM' TERM
+trap 'on_signal INT' INT
+rc=0
+# wait returns early when a trapped signal arrives: wait again until the
+# suite is gone.
+while kill -0 "$suite" 2>/dev/null; do
+  wait "$suite" && rc=0 || rc=$?
+done
+[[ -n ${watchdog:-} ]] && kill "$watchdog" 2>/dev/null || true
+(( signals > 0 )) && [[ $rc -eq 0 ]] && rc=1
 log "suite finished with exit code $rc after $(( $(date +%s) - start ))s in all"
 
 if [[ $SKIP_RESOURCE_CLEANUP != true ]]; then
-  docker ps -aq --no-trunc | sort >"$ARTIFACTS/localhost/containers-after.txt"
-  leaked=$(comm -13 "$ARTIFACTS/localhost/containers-before.txt" "$ARTIFACTS/localhost/containers-after.txt")
-  if [[ -n $leaked ]]; then
-    log "containers left behind by this run:"
-    filters=(); for id in $leaked; do filters+=(--filter "id=$id"); done
-    docker ps -a "${filters[@]}" | tee "$ARTIFACTS/localhost/leaked-containers.txt"
-    [[ $rc -eq 0 ]] && rc=1
+  # By run id: this run's labelled objects and every cluster it tracked
+  # (its kind cluster, the workload clusters' machines and load balancers),
+  # whatever another run on the engine is doing.
+  if hack/tools/bin/capd-e2e-clean -check "$CAPD_E2E_RUN_ID" | tee "$ARTIFACTS/localhost/leftovers.txt"; then
+    log "no objects left behind"
   else
-    log "no containers left behind"
+    log "the run left objects behind (listed above and in localhost/leftovers.txt; now removed)"
+    [[ $rc -eq 0 ]] && rc=1
   fi
+fi
+
+# Nothing secret may be published: redact what slipped through (the suite
+# redacts its own artifacts), and fail the job if anything did.
+if ! hack/tools/bin/capd-e2e-secrets scan "$ARTIFACTS" >"$ARTIFACTS/localhost/secrets-scan.txt" 2>&1; then
+  log "secrets found in the artifacts (localhost/secrets-scan.txt); redacting them"
+  hack/tools/bin/capd-e2e-secrets redact "$ARTIFACTS" >>"$ARTIFACTS/localhost/secrets-scan.txt" 2>&1 || true
+  [[ $rc -eq 0 ]] && rc=1
+else
+  log "secrets scan: $(tail -1 "$ARTIFACTS/localhost/secrets-scan.txt")"
 fi
 exit "$rc"

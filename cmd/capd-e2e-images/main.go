@@ -5,13 +5,18 @@
 //
 // Usage:
 //
-//	capd-e2e-images [-config config/e2e.yaml] [-only id,...] [-rebuild id,...] [-list] [-render=false]
+//	capd-e2e-images [-config config/e2e.yaml] [-only id,...] [-rebuild id,...] [-list] [-render DIR]
 //
-// Images whose inputs-hash label matches the plan are reused, so a second
-// run with nothing changed only checks labels and re-renders the YAML.
-// Environment: CAPD_E2E_CACHE (default $HOME/.cache/capd-e2e) holds Go
-// wrapper modules, build logs and compiled binaries; DOCKER_HOST selects the
-// engine as for the Docker CLI.
+// The config may be a provider's, merged over the harness's (config.Load):
+// its build.goImages are built too. Images whose inputs-hash label matches
+// the plan are reused, so a second run with nothing changed only checks
+// labels; images may also be pulled (build.registry.policy, IMAGE_POLICY,
+// IMAGE_MIRROR) and published (IMAGE_PUBLISH). Only the targets (node
+// images, load balancer, controllers, -only's steps) and what they need are
+// provided. Environment: CAPD_E2E_CACHE (default $HOME/.cache/capd-e2e)
+// holds Go wrapper modules, build logs and compiled binaries; DOCKER_HOST
+// selects the engine as for the Docker CLI; CAPI_SOURCE_DIR builds Cluster
+// API from a working tree.
 package main
 
 import (
@@ -36,6 +41,7 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/images/kindbase"
 	"github.com/capd-e2e/capd-e2e/framework/images/nodeimage"
 	"github.com/capd-e2e/capd-e2e/framework/images/plan"
+	"github.com/capd-e2e/capd-e2e/framework/images/registry"
 	"github.com/capd-e2e/capd-e2e/framework/images/render"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
@@ -52,12 +58,12 @@ func main() {
 
 // options are the command-line flags.
 type options struct {
-	config  string
-	only    []string
-	rebuild []string
-	list    bool
-	render  bool
-	verbose bool
+	config    string
+	only      []string
+	rebuild   []string
+	list      bool
+	renderDir string
+	verbose   bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -69,7 +75,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&only, "only", "", "comma-separated step IDs to build, with their dependencies (default: all)")
 	fs.StringVar(&rebuild, "rebuild", "", "comma-separated step IDs to build even when up to date")
 	fs.BoolVar(&o.list, "list", false, "print the plan and what would be built, build nothing")
-	fs.BoolVar(&o.render, "render", true, "render the components YAML and the CNI manifest")
+	fs.StringVar(&o.renderDir, "render", "", "also render the built-in providers' components and the CNI manifest into this directory")
 	fs.BoolVar(&o.verbose, "v", false, "also print the go command's output (it always goes to a log file)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -122,9 +128,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	full, err := plan.New(cfg, plan.Options{RepoRoot: repoRoot, Files: builderFiles()})
+	cacheDir, err := gobuild.DefaultCacheDir()
 	if err != nil {
 		return err
+	}
+	gob := &gobuild.Builder{CacheDir: cacheDir}
+	t0 := time.Now()
+	full, err := plan.New(cfg, plan.Options{RepoRoot: repoRoot, Files: builderFiles(), SourceHashes: sourceHashes(ctx, gob)})
+	if err != nil {
+		return err
+	}
+	if cfg.Build.ClusterAPI.Source != "" || len(cfg.Build.GoImages) > 0 {
+		fmt.Fprintf(stdout, "plan: local sources hashed in %s\n", time.Since(t0).Round(100*time.Millisecond))
 	}
 	p := full
 	if len(o.only) > 0 {
@@ -138,12 +153,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer rt.Close()
-
-	cacheDir, err := gobuild.DefaultCacheDir()
-	if err != nil {
-		return err
-	}
-	gob := &gobuild.Builder{CacheDir: cacheDir}
 	// Builders' detailed output (go, debootstrap, helper containers) only
 	// with -v; failures carry the end of it either way.
 	var logw io.Writer
@@ -163,7 +172,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	goImages.Register(builders)
 
 	if o.list {
-		return list(ctx, p, rt, builders, o.rebuild, stdout)
+		return list(ctx, p, rt, builders, o.rebuild, cfg.Build.Registry, stdout)
 	}
 
 	p, unbuildable, err := withoutUnbuildable(ctx, p, rt, builders, o.rebuild, repoRoot)
@@ -171,14 +180,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var errs []error
-	if err := plan.Run(ctx, p, plan.RunOptions{Images: rt, Builders: builders, Progress: stdout, Rebuild: o.rebuild}); err != nil {
+	reg := cfg.Build.Registry
+	opts := plan.RunOptions{
+		Images: rt, Builders: builders, Progress: stdout, Rebuild: o.rebuild, Targets: o.only,
+		Puller: &registry.Puller{Images: rt, Mirror: reg.Mirror},
+		Policy: func(s plan.Step) string { return reg.PolicyFor(s.ID, s.Published) },
+	}
+	if reg.Publish != "" {
+		opts.Publisher = &registry.Publisher{Images: rt, Registry: reg.Publish}
+	}
+	fmt.Fprintf(stdout, "images: policy %s, mirror %q, publish %q\n", reg.Policy, reg.Mirror, reg.Publish)
+	if err := plan.Run(ctx, p, opts); err != nil {
 		errs = append(errs, err)
 	}
 	if len(unbuildable) > 0 {
 		errs = append(errs, fmt.Errorf("no builder yet for: %s", strings.Join(unbuildable, ", ")))
 	}
-	if o.render {
-		if err := renderAll(ctx, cfg, gob, stdout); err != nil {
+	// The suite renders the built-in providers' components with kustomize:
+	// build it now, so that the first suite run does not.
+	t1 := time.Now()
+	r := &render.Renderer{Go: gob}
+	if _, err := r.Kustomize(ctx, cfg.Build.Kustomize); err != nil {
+		errs = append(errs, err)
+	} else {
+		fmt.Fprintf(stdout, "kustomize %s ready in %s\n", cfg.Build.Kustomize.Version, time.Since(t1).Round(100*time.Millisecond))
+	}
+	if o.renderDir != "" {
+		if err := renderAll(ctx, cfg, r, o.renderDir, stdout); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -186,33 +214,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return errors.Join(errs...)
 }
 
-// renderAll writes the components YAML and the CNI manifest.
-func renderAll(ctx context.Context, cfg *config.Config, gob *gobuild.Builder, out io.Writer) error {
+// renderAll writes the components YAML and the CNI manifest into dir.
+func renderAll(ctx context.Context, cfg *config.Config, r *render.Renderer, dir string, out io.Writer) error {
 	t0 := time.Now()
-	r := &render.Renderer{Go: gob}
 	var errs []error
-	files, err := r.Components(ctx, cfg)
+	files, err := r.Components(ctx, cfg, filepath.Join(dir, "components"))
 	if err != nil {
 		errs = append(errs, err)
 	}
-	cni, err := r.WriteKubeRouterManifest(ctx, cfg)
-	if err != nil {
+	cni := filepath.Join(dir, "cni", "kube-router.yaml")
+	if err := r.WriteKubeRouterManifest(ctx, cfg, cni); err != nil {
 		errs = append(errs, err)
 	} else {
 		files = append(files, cni)
 	}
 	for _, f := range files {
-		if rel, err := filepath.Rel(cfg.Dir(), f); err == nil {
-			f = rel
-		}
 		fmt.Fprintf(out, "rendered %s\n", f)
 	}
 	fmt.Fprintf(out, "render: %d files in %s\n", len(files), time.Since(t0).Round(100*time.Millisecond))
 	return errors.Join(errs...)
 }
 
-// list prints each step with its decision.
-func list(ctx context.Context, p *plan.Plan, rt plan.ImageInspector, builders map[plan.Kind]plan.Builder, rebuild []string, out io.Writer) error {
+// list prints each step, its image, its source policy and whether its
+// image is current; it pulls and builds nothing.
+func list(ctx context.Context, p *plan.Plan, rt plan.ImageInspector, builders map[plan.Kind]plan.Builder, rebuild []string, reg config.Registry, out io.Writer) error {
 	ds, err := p.Decide(ctx, rt, rebuild...)
 	if err != nil {
 		return err
@@ -220,14 +245,33 @@ func list(ctx context.Context, p *plan.Plan, rt plan.ImageInspector, builders ma
 	for _, d := range ds {
 		what := "up to date"
 		if d.Build {
-			what = "build: " + d.Reason
+			what = "not current: " + d.Reason
 		}
 		if builders[d.Step.Kind] == nil {
 			what += " [no builder yet]"
 		}
-		fmt.Fprintf(out, "%-40s %-16s %-72s %s\n", d.Step.ID, d.Step.Kind, d.Step.Image, what)
+		role := "-"
+		if d.Step.Target {
+			role = "target"
+		}
+		fmt.Fprintf(out, "%-40s %-16s %-72s %-6s %-15s %s\n", d.Step.ID, d.Step.Kind, d.Step.Image, role, reg.PolicyFor(d.Step.ID, d.Step.Published), what)
 	}
 	return nil
+}
+
+// sourceHashes adapts gobuild's SourceHashes to the plan.
+func sourceHashes(ctx context.Context, gob *gobuild.Builder) func(dir string, pkgs, tags []string) (map[string]plan.SourceInfo, error) {
+	return func(dir string, pkgs, tags []string) (map[string]plan.SourceInfo, error) {
+		h, err := gob.SourceHashes(ctx, gobuild.LocalTarget{Dir: dir, Packages: pkgs, Tags: tags})
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[string]plan.SourceInfo, len(h))
+		for k, v := range h {
+			out[k] = plan.SourceInfo{ImportPath: v.ImportPath, Hash: v.Hash}
+		}
+		return out, nil
+	}
 }
 
 // withoutUnbuildable drops the steps that must be built but have no

@@ -81,6 +81,17 @@ type CommonInput struct {
 	// in the management cluster (and, for the self-hosted spec, in the
 	// self-hosted cluster too). If unset, nothing is called.
 	PostNamespaceCreated func(managementClusterProxy framework.ClusterProxy, workloadClusterNamespace string)
+
+	// Tracker records each workload cluster the spec creates, before it is
+	// created, so that what it leaves is found and removed even if the run
+	// is killed (leak.Tracker; the suite package sets it). If unset,
+	// nothing is recorded.
+	Tracker ClusterTracker
+}
+
+// ClusterTracker records that the run owns a cluster (leak.Tracker).
+type ClusterTracker interface {
+	Track(ctx context.Context, cluster string) error
 }
 
 // Spec timeouts. Ginkgo needs them when the spec tree is built, before the
@@ -338,6 +349,11 @@ func (r *run) createCluster(ctx context.Context, o createOptions) *clusterctl.Ap
 		WaitForMachineDeployments:    r.intervals("wait-worker-nodes"),
 		ControlPlaneWaiters:          o.waiters,
 	}
+	if r.in.Tracker != nil {
+		r.step("track cluster", func() {
+			Expect(r.in.Tracker.Track(ctx, r.clusterName)).To(Succeed())
+		})
+	}
 	r.step("apply cluster template", func() {
 		// Retried so that a webhook that is briefly unavailable does not
 		// fail the spec; a template that cannot be created is caught by
@@ -345,33 +361,26 @@ func (r *run) createCluster(ctx context.Context, o createOptions) *clusterctl.Ap
 		timeout, poll := r.durations("wait-cluster")
 		Expect(proxy.Create(ctx, yaml, framework.CreateWithPolling(timeout, poll))).To(Succeed(), "apply the cluster template")
 	})
+	wc := watchClient(proxy)
 	r.step("wait for cluster infrastructure", func() {
-		res.Cluster = framework.DiscoveryAndWaitForCluster(ctx, framework.DiscoveryAndWaitForClusterInput{
-			Getter: proxy.GetClient(), Namespace: r.namespace, Name: r.clusterName,
-		}, r.intervals("wait-cluster")...)
+		res.Cluster = r.waitForClusterProvisioned(ctx, wc)
 	})
 	r.step("wait for control plane initialized", func() {
 		if o.waiters.WaitForControlPlaneInitialized != nil {
 			o.waiters.WaitForControlPlaneInitialized(ctx, applyIn, (*clusterctl.ApplyCustomClusterTemplateAndWaitResult)(res))
 			return
 		}
-		res.ControlPlane = framework.DiscoveryAndWaitForControlPlaneInitialized(ctx, framework.DiscoveryAndWaitForControlPlaneInitializedInput{
-			Lister: proxy.GetClient(), Cluster: res.Cluster,
-		}, r.intervals("wait-control-plane")...)
+		res.ControlPlane = r.waitForControlPlaneInitialized(ctx, wc)
 	})
 	r.step("wait for control plane ready", func() {
 		if o.waiters.WaitForControlPlaneMachinesReady != nil {
 			o.waiters.WaitForControlPlaneMachinesReady(ctx, applyIn, (*clusterctl.ApplyCustomClusterTemplateAndWaitResult)(res))
 			return
 		}
-		framework.WaitForControlPlaneAndMachinesReady(ctx, framework.WaitForControlPlaneAndMachinesReadyInput{
-			GetLister: proxy.GetClient(), Cluster: res.Cluster, ControlPlane: res.ControlPlane,
-		}, r.intervals("wait-control-plane")...)
+		r.waitForControlPlaneReady(ctx, wc)
 	})
 	r.step("wait for worker machines", func() {
-		res.MachineDeployments = framework.DiscoveryAndWaitForMachineDeployments(ctx, framework.DiscoveryAndWaitForMachineDeploymentsInput{
-			Lister: proxy.GetClient(), Cluster: res.Cluster,
-		}, r.intervals("wait-worker-nodes")...)
+		res.MachineDeployments = r.waitForWorkers(ctx, wc)
 	})
 	if o.postMachinesProvisioned != nil {
 		r.step("post machines provisioned hook", func() {
@@ -487,10 +496,7 @@ func (r *run) clusterCleanup(ctx SpecContext) {
 		c := r.mgmt.GetClient()
 		cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: r.clusterName}}
 		Expect(client.IgnoreNotFound(c.Delete(ctx, cluster))).To(Succeed(), "delete Cluster %s/%s", r.namespace, r.clusterName)
-		timeout, poll := r.durations("wait-delete-cluster")
-		Eventually(ctx, func() bool {
-			return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(cluster), &clusterv1.Cluster{}))
-		}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue(), "Cluster %s/%s still exists after %s", r.namespace, r.clusterName, timeout)
+		Expect(r.waitForClusterGone(ctx, watchClient(r.mgmt))).To(Succeed())
 	})
 }
 

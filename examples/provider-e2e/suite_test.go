@@ -4,62 +4,30 @@ package providere2e
 
 import (
 	"flag"
-	"os"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
-	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/runtime"
-	ctrl "sigs.k8s.io/controller-runtime"
-
-	"sigs.k8s.io/cluster-api/test/framework"
-	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
 
 	"github.com/capd-e2e/capd-e2e/e2e/specs"
-	capdruntime "github.com/capd-e2e/capd-e2e/framework/runtime"
-	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
+	"github.com/capd-e2e/capd-e2e/framework/suite"
 )
 
-// The provider's own flags: its config, its clusterctl config, and the
-// kubeconfig of a management cluster it already has.
-var (
-	configPath           = flag.String("e2e.config", "my-e2e.yaml", "the provider's e2e config (upstream format)")
-	clusterctlConfigPath = flag.String("e2e.clusterctl-config", "", "clusterctl config with the provider's repository")
-	kubeconfigPath       = flag.String("e2e.kubeconfig", os.Getenv("KUBECONFIG"), "management cluster")
-	artifactFolder       = flag.String("e2e.artifacts-folder", "_artifacts", "artifacts")
-)
+// The suite: upstream's flags (-e2e.config, -e2e.artifacts-folder, ...),
+// a kind management cluster named after config/e2e.yaml's
+// managementClusterName, the provider's images loaded, cert-manager,
+// clusterctl init with the provider, and teardown without leftovers.
+var e2eSuite = suite.New(flag.CommandLine, "config/e2e.yaml")
 
-var (
-	ctx       = ctrl.SetupSignalHandler()
-	e2eConfig *clusterctl.E2EConfig
-	proxy     framework.ClusterProxy
-	rt        capdruntime.Runtime
-)
+func TestE2E(t *testing.T) { e2eSuite.Run(t, "my-provider-e2e") }
 
-func TestE2E(t *testing.T) {
-	RegisterFailHandler(Fail)
-	RunSpecs(t, "my-provider-e2e")
-}
-
-var _ = BeforeSuite(func() {
-	e2eConfig = clusterctl.LoadE2EConfig(ctx, clusterctl.LoadE2EConfigInput{ConfigPath: *configPath})
-	scheme := runtime.NewScheme()
-	framework.TryAddDefaultSchemes(scheme)
-	proxy = framework.NewClusterProxy("bootstrap", *kubeconfigPath, scheme)
-	var err error
-	rt, err = moby.New(moby.Config{}) // DOCKER_HOST, or Podman's socket
-	Expect(err).ToNot(HaveOccurred())
-	DeferCleanup(rt.Close)
-})
+var _ = e2eSuite.RegisterSetupAndTeardown()
 
 var _ = Describe("My provider", func() {
 	specs.QuickStartSpec(func() specs.QuickStartSpecInput {
-		return specs.QuickStartSpecInput{CommonInput: specs.CommonInput{
-			E2EConfig:             e2eConfig,
-			ClusterctlConfigPath:  *clusterctlConfigPath,
-			BootstrapClusterProxy: proxy,
-			ArtifactFolder:        *artifactFolder,
-			Runtime:               rt,
-		}}
+		return specs.QuickStartSpecInput{CommonInput: e2eSuite.CommonInput()}
+	})
+
+	specs.MachineHealthCheckSpec(func() specs.MachineHealthCheckSpecInput {
+		return specs.MachineHealthCheckSpecInput{CommonInput: e2eSuite.CommonInput(), Mode: specs.WorkerRemediation}
 	})
 })

@@ -27,39 +27,36 @@ func TestLoadRepoConfig(t *testing.T) {
 		t.Errorf("KubernetesVersions() = %v, want %v", got, want)
 	}
 	checks := map[string][2]string{
-		"kind version":         {c.Build.Kind.Version, "v0.33.0"},
-		"crictl":               {c.Build.Crictl.String(), "sigs.k8s.io/cri-tools@v1.36.0"},
-		"kube-router":          {c.Build.KubeRouter.String(), "github.com/cloudnativelabs/kube-router/v2@v2.1.0"},
-		"cluster API":          {c.Build.ClusterAPI.Version, "v1.14.2"},
-		"haproxy":              {c.Build.LoadBalancer.Image, "kindest/haproxy:v20230606-42a2262b"},
-		"cert-manager":         {c.Build.CertManager.Version, "v1.21.2"},
-		"kustomize":            {c.Build.Kustomize.Version, "v5.7.0"},
-		"etcd v1.36.3":         {c.Build.Kubernetes[0].Etcd.Image, "registry.k8s.io/etcd:3.6.8-0"},
-		"etcd v1.37.2":         {c.Build.Kubernetes[1].Etcd.Image, "registry.k8s.io/etcd:3.7.0-0"},
-		"coredns v1.37.2":      {c.Build.Kubernetes[1].CoreDNS.Image, "registry.k8s.io/coredns/coredns:v1.14.6"},
-		"pause":                {c.Build.Kubernetes[1].Pause.Image, "registry.k8s.io/pause:3.10.2"},
-		"node image":           {c.Build.Kubernetes[0].NodeImage, "kindest/node:v1.36.3"},
-		"kubernetes version":   {c.Variables[VarKubernetesVersion], "v1.36.3"},
-		"upgrade to":           {c.Variables[VarKubernetesVersionUpgradeTo], "v1.37.2"},
-		"runtime source":       {c.Build.ContainerRuntime.Source, RuntimeFromDebian},
-		"apiserver image":      {c.Build.Kubernetes[0].ComponentImage(KubeAPIServer), "registry.k8s.io/kube-apiserver:v1.36.3"},
-		"management cluster":   {c.ManagementClusterName, "capd-e2e"},
-		"default load":         {string(c.Images[0].LoadBehavior), string(MustLoad)},
-		"provider file target": {c.Providers[0].Versions[0].Files[0].TargetName, "metadata.yaml"},
+		"kind version":        {c.Build.Kind.Version, "v0.33.0"},
+		"crictl":              {c.Build.Crictl.String(), "sigs.k8s.io/cri-tools@v1.36.0"},
+		"kube-router":         {c.Build.KubeRouter.String(), "github.com/cloudnativelabs/kube-router/v2@v2.1.0"},
+		"cluster API":         {c.Build.ClusterAPI.Version, "v1.14.2"},
+		"haproxy":             {c.Build.LoadBalancer.Image, "kindest/haproxy:v20230606-42a2262b"},
+		"cert-manager":        {c.Build.CertManager.Version, "v1.21.2"},
+		"kustomize":           {c.Build.Kustomize.Version, "v5.7.0"},
+		"etcd v1.36.3":        {c.Build.Kubernetes[0].Etcd.Image, "registry.k8s.io/etcd:3.6.8-0"},
+		"etcd v1.37.2":        {c.Build.Kubernetes[1].Etcd.Image, "registry.k8s.io/etcd:3.7.0-0"},
+		"coredns v1.37.2":     {c.Build.Kubernetes[1].CoreDNS.Image, "registry.k8s.io/coredns/coredns:v1.14.6"},
+		"pause":               {c.Build.Kubernetes[1].Pause.Image, "registry.k8s.io/pause:3.10.2"},
+		"node image":          {c.Build.Kubernetes[0].NodeImage, "kindest/node:v1.36.3"},
+		"kubernetes version":  {c.Variables[VarKubernetesVersion], "v1.36.3"},
+		"upgrade to":          {c.Variables[VarKubernetesVersionUpgradeTo], "v1.37.2"},
+		"runtime source":      {c.Build.ContainerRuntime.Source, RuntimeFromDebian},
+		"apiserver image":     {c.Build.Kubernetes[0].ComponentImage(KubeAPIServer), "registry.k8s.io/kube-apiserver:v1.36.3"},
+		"management cluster":  {c.ManagementClusterName, "capd-e2e"},
+		"cluster API version": {c.ClusterAPIVersion(), "v1.14.2"},
+		"policy":              {c.Build.Registry.Policy, PolicyPullElseBuild},
 	}
 	for name, c := range checks {
 		if c[0] != c[1] {
 			t.Errorf("%s = %q, want %q", name, c[0], c[1])
 		}
 	}
-	if got, want := c.OutputDir(), filepath.Join(filepath.Dir(c.Dir()), "out"); got != want {
-		t.Errorf("OutputDir() = %q, want %q", got, want)
+	if c.BasePath() != "" {
+		t.Errorf("BasePath() = %q, want none for the harness's own config", c.BasePath())
 	}
 	if !strings.HasSuffix(c.Path(), filepath.Join("config", "e2e.yaml")) || !filepath.IsAbs(c.Path()) {
 		t.Errorf("Path() = %q, want an absolute path to config/e2e.yaml", c.Path())
-	}
-	if len(c.Raw()) == 0 {
-		t.Error("Raw() is empty")
 	}
 	// Every interval upstream's four specs use has a default.
 	for _, key := range []string{"wait-controllers", "wait-cluster", "wait-control-plane", "wait-worker-nodes",
@@ -69,6 +66,13 @@ func TestLoadRepoConfig(t *testing.T) {
 			t.Errorf("Intervals(quick-start, %s): %v", key, err)
 		}
 	}
+}
+
+// withProvider adds a valid provider to c and returns it, to break.
+func withProvider(c *Config) *Provider {
+	c.Providers = append(c.Providers, Provider{Name: "other", Type: InfrastructureProvider,
+		Versions: []ProviderVersion{{Name: "v0.1.0", Value: "/components.yaml", Type: URLSource}}})
+	return &c.Providers[len(c.Providers)-1]
 }
 
 // TestValidateNamesTheField breaks one field of the repo config at a time
@@ -93,8 +97,8 @@ func TestValidateNamesTheField(t *testing.T) {
 			"build.kubernetes[1].version: v1.36.3 is also build.kubernetes[0]"},
 		{"management cluster", func(c *Config) { c.ManagementClusterName = "" },
 			"managementClusterName: required"},
-		{"load behavior", func(c *Config) { c.Images[2].LoadBehavior = "always" },
-			`images[2].loadBehavior: "always" is not mustLoad or tryLoad`},
+		{"load behavior", func(c *Config) { c.Images = []Image{{Name: "example.com/m:dev", LoadBehavior: "always"}} },
+			`images[0].loadBehavior: "always" is not mustLoad or tryLoad`},
 		{"interval duration", func(c *Config) { c.IntervalsByKey["default/wait-cluster"] = []string{"soon"} },
 			"intervals[default/wait-cluster]: timeout: time: invalid duration"},
 		{"interval count", func(c *Config) { c.IntervalsByKey["default/wait-cluster"] = []string{"5m", "1s", "1s"} },
@@ -103,19 +107,37 @@ func TestValidateNamesTheField(t *testing.T) {
 			"intervals[wait-cluster]: key must be <spec>/<key>"},
 		{"poll longer than timeout", func(c *Config) { c.IntervalsByKey["default/wait-cluster"] = []string{"5s", "10s"} },
 			"intervals[default/wait-cluster]: poll 10s is longer than timeout 5s"},
-		{"release marker", func(c *Config) { c.Providers[0].Versions[0].Name = "{go://sigs.k8s.io/cluster-api@v1.14}" },
+		{"release marker", func(c *Config) { withProvider(c).Versions[0].Name = "{go://example.com/p@v1.14}" },
 			"providers[0].versions[0].name: release marker"},
-		{"provider type", func(c *Config) { c.Providers[3].Type = "Infra" },
-			`providers[3].type: "Infra" is not a clusterctl provider type`},
-		{"no core provider", func(c *Config) { c.Providers = c.Providers[1:] },
-			"providers: exactly one CoreProvider is required, found 0"},
-		{"provider URL", func(c *Config) { c.Providers[0].Versions[0].Value = "https://example.invalid/core.yaml" },
+		{"provider type", func(c *Config) { withProvider(c).Type = "Infra" },
+			`providers[0].type: "Infra" is not a clusterctl provider type`},
+		{"core provider name", func(c *Config) {
+			p := withProvider(c)
+			p.Type, p.Name = CoreProvider, "core"
+		}, `providers: the CoreProvider must be named "cluster-api", not "core"`},
+		{"provider URL", func(c *Config) { withProvider(c).Versions[0].Value = "https://example.invalid/core.yaml" },
 			"providers[0].versions[0].value: \"https://example.invalid/core.yaml\" needs the network"},
-		{"provider misses build version", func(c *Config) { c.Build.ClusterAPI.Version = "v1.14.3" },
-			"providers[0].versions: no version v1.14.3 (build.clusterAPI.version)"},
 		{"bad replacement", func(c *Config) {
-			c.Providers[0].Versions[0].Replacements = []Replacement{{Old: "("}}
+			withProvider(c).Versions[0].Replacements = []Replacement{{Old: "("}}
 		}, "providers[0].versions[0].replacements[0].old: error parsing regexp"},
+		{"go image source", func(c *Config) {
+			c.Build.GoImages = []GoImage{{Image: "example.com/m:dev", Package: ".", Binary: "/manager"}}
+		}, "build.goImages[0].module: required"},
+		{"go image dir and module", func(c *Config) {
+			c.Build.GoImages = []GoImage{{Image: "example.com/m:dev", Package: ".", Binary: "/manager", Dir: "/", Module: "example.com/m", Version: "v1.0.0"}}
+		}, "build.goImages[0]: set either dir or module and version, not both"},
+		{"go image dir", func(c *Config) {
+			c.Build.GoImages = []GoImage{{Image: "example.com/m:dev", Package: ".", Binary: "/manager", Dir: "/nonexistent/provider"}}
+		}, `build.goImages[0].dir: "/nonexistent/provider" is not a directory`},
+		{"go image collides", func(c *Config) {
+			c.Build.GoImages = []GoImage{{Image: c.Build.LoadBalancer.Image, Package: "x", Binary: "/manager", Module: "example.com/m", Version: "v1.0.0"}}
+		}, `build.goImages[0].image: image "kindest/haproxy:v20230606-42a2262b" is also built by build.loadBalancer.image`},
+		{"policy", func(c *Config) { c.Build.Registry.Policy = "always" },
+			`build.registry.policy: "always" is not build, pull or pull-else-build`},
+		{"step policy", func(c *Config) { c.Build.Registry.Policies = map[string]string{"node/*": "never"} },
+			`build.registry.policies[node/*]: "never" is not build, pull or pull-else-build`},
+		{"mirror", func(c *Config) { c.Build.Registry.Mirror = "http://127.0.0.1:5001" },
+			`build.registry.mirror: "http://127.0.0.1:5001" is not a registry`},
 		{"unknown rootfs", func(c *Config) { c.Build.KubeRouter.Rootfs = "tools" },
 			`build.kubeRouter.rootfs: no build.debian.rootfs is named "tools"`},
 		{"duplicate rootfs", func(c *Config) { c.Build.Debian.Rootfs[1].Name = "node" },
@@ -138,8 +160,6 @@ func TestValidateNamesTheField(t *testing.T) {
 			`build.kubernetes[1].pause.image: image "registry.k8s.io/pause:3.10.2" is also built by build.kubernetes[0].pause.image from other inputs`},
 		{"image collision", func(c *Config) { c.Build.Kind.BaseImage = c.Build.Debian.Rootfs[0].Image },
 			"build.kind.baseImage: image \"capd-e2e/debian-node:trixie\" is also built by build.debian.rootfs[0].image"},
-		{"controller not loaded", func(c *Config) { c.Images = c.Images[1:] },
-			`images: must list build.clusterAPI.images.core ("registry.k8s.io/cluster-api/cluster-api-controller:v1.14.2")`},
 		{"variable names unbuilt version", func(c *Config) { c.Variables[VarKubernetesVersion] = "v1.35.0" },
 			`variables.KUBERNETES_VERSION: "v1.35.0" has no build.kubernetes entry`},
 		{"etcd upgrade tag", func(c *Config) { c.Variables[VarEtcdVersionUpgradeTo] = "3.6.8-0" },
@@ -280,11 +300,11 @@ func TestDefaults(t *testing.T) {
 		"haproxy rootfs":    {c.Build.LoadBalancer.Rootfs, DefaultHAProxyRootfs},
 		"cert-manager":      {c.Build.CertManager.String(), DefaultCertManager + "@v1.21.2"},
 		"kustomize module":  {c.Build.Kustomize.Path, DefaultKustomizeModule},
-		"output dir":        {c.OutputDir(), filepath.Join(filepath.Dir(dir), "out")},
 		"load behavior":     {string(c.Images[0].LoadBehavior), string(MustLoad)},
 		"provider type":     {c.Providers[3].Versions[0].Type, KustomizeSource},
 		"file target":       {c.Providers[3].Versions[0].Files[0].TargetName, "cluster-template.yaml"},
 		"resolved path":     {c.ResolvePath("a/b"), filepath.Join(dir, "a", "b")},
+		"provider value":    {c.Providers[3].Versions[0].Value, filepath.Join(dir, "d.yaml")},
 		"absolute path":     {c.ResolvePath("/x/../y"), "/y"},
 	}
 	for name, c := range checks {

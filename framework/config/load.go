@@ -2,10 +2,12 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
+	goruntime "runtime"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -27,35 +29,134 @@ const (
 
 // Other defaults of the build section.
 const (
-	DefaultOutputDir       = "../out"
 	DefaultDebianVariant   = "minbase"
 	DefaultImageRepository = "registry.k8s.io"
 	DefaultNodeRootfs      = "node"
 	DefaultNetRootfs       = "net"
 	DefaultHAProxyRootfs   = "haproxy"
+	DefaultGoImageBinary   = "/manager"
 )
 
-// Load reads the config file at path, fills in defaults and validates it.
-// Relative paths in it resolve against the file's directory. The error of a
-// config that does not validate lists every problem, each naming its field.
+// Environment variables that override build settings at load time. An
+// empty value counts as unset.
+const (
+	// EnvClusterAPISource overrides build.clusterAPI.source; a relative
+	// path is relative to the working directory.
+	EnvClusterAPISource = "CAPI_SOURCE_DIR"
+	// EnvImagePolicy overrides build.registry.policy.
+	EnvImagePolicy = "IMAGE_POLICY"
+	// EnvImageMirror overrides build.registry.mirror.
+	EnvImageMirror = "IMAGE_MIRROR"
+	// EnvImagePublish overrides build.registry.publish.
+	EnvImagePublish = "IMAGE_PUBLISH"
+	// EnvHarnessRoot names the harness's root directory (the one holding
+	// config/e2e.yaml and data/) when it cannot be found from this
+	// package's source location (a binary built with -trimpath).
+	EnvHarnessRoot = "CAPD_E2E_ROOT"
+)
+
+// harnessModule is this repository's module path.
+const harnessModule = "github.com/capd-e2e/capd-e2e"
+
+// HarnessRoot returns the root of the harness: $CAPD_E2E_ROOT, or the
+// directory of this module's go.mod, found from this source file's location
+// (a checkout, or the module cache when a provider's suite imports the
+// harness).
+func HarnessRoot() (string, error) {
+	if d := os.Getenv(EnvHarnessRoot); d != "" {
+		return filepath.Abs(d)
+	}
+	_, file, _, ok := goruntime.Caller(0)
+	if ok && filepath.IsAbs(file) {
+		for d := filepath.Dir(file); filepath.Dir(d) != d; d = filepath.Dir(d) {
+			data, err := os.ReadFile(filepath.Join(d, "go.mod"))
+			if err == nil {
+				if bytes.Contains(data, []byte("module "+harnessModule+"\n")) {
+					return d, nil
+				}
+				break
+			}
+		}
+	}
+	return "", fmt.Errorf("cannot find the harness's files (config/e2e.yaml, data/): set %s to the root of %s", EnvHarnessRoot, harnessModule)
+}
+
+// DefaultPath returns the harness's own config file, config/e2e.yaml under
+// HarnessRoot.
+func DefaultPath() (string, error) {
+	root, err := HarnessRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "config", "e2e.yaml"), nil
+}
+
+// Load reads the config file at path, merges it over the harness's own
+// config (unless it is that file), applies the environment overrides of
+// build settings, fills in defaults and validates the result.
+//
+// A provider's file names only what is its own: its providers, images,
+// variables, intervals and build settings (build.goImages, say). Merging:
+// a scalar set in the file wins; images, variables and intervals are
+// merged by name, the file's entries winning; providers as described on
+// Config.Providers; within build, maps are merged key by key, goImages by
+// image, and any other list the file sets replaces the harness's.
+// Relative paths resolve against the directory of the file that holds
+// them.
+//
+// The error of a config that does not validate lists every problem, each
+// naming its field.
 func Load(path string) (*Config, error) {
+	base, err := DefaultPath()
+	if err != nil {
+		return nil, fmt.Errorf("load config %q: %w", path, err)
+	}
+	return LoadWithBase(path, base)
+}
+
+// LoadWithBase is Load with another base config than the harness's; an
+// empty base means none.
+func LoadWithBase(path, base string) (*Config, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("load config %q: %w", path, err)
 	}
-	data, err := os.ReadFile(abs)
+	c, err := readFile(abs)
 	if err != nil {
 		return nil, fmt.Errorf("load config %q: %w", path, err)
 	}
-	c, err := parse(data, abs)
-	if err != nil {
+	if base != "" {
+		if base, err = filepath.Abs(base); err != nil {
+			return nil, fmt.Errorf("load config %q: %w", path, err)
+		}
+		if !sameFile(abs, base) {
+			b, err := readFile(base)
+			if err != nil {
+				return nil, fmt.Errorf("load config %q: base config: %w", path, err)
+			}
+			if c, err = merge(b, c); err != nil {
+				return nil, fmt.Errorf("load config %q: merge over %s: %w", path, base, err)
+			}
+			c.basePath = base
+		}
+	}
+	if err := c.finish(); err != nil {
 		return nil, fmt.Errorf("load config %q: %w", path, err)
 	}
 	return c, nil
 }
 
-// Parse is Load for a config held in memory; relative paths in it resolve
-// against dir.
+func sameFile(a, b string) bool {
+	if a == b {
+		return true
+	}
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+// Parse is Load for one config held in memory, without a base; relative
+// paths in it resolve against dir.
 func Parse(data []byte, dir string) (*Config, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -65,26 +166,117 @@ func Parse(data []byte, dir string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse config: %w", err)
 	}
+	if err := c.finish(); err != nil {
+		return nil, fmt.Errorf("parse config: %w", err)
+	}
 	return c, nil
 }
 
+func readFile(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parse(data, path)
+}
+
+// parse reads one file strictly (a misspelt key is an error here rather
+// than a silently missing value, unlike upstream) and makes its paths
+// absolute.
 func parse(data []byte, path string) (*Config, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("the file is empty")
 	}
 	c := &Config{}
-	// Strict, unlike upstream: a misspelt key is an error here rather than
-	// a silently missing value. Upstream reads the same bytes leniently.
 	if err := yaml.UnmarshalStrict(data, c); err != nil {
 		return nil, err
 	}
-	c.path = path
-	c.raw = slices.Clone(data)
-	c.Default()
-	if err := c.Validate(); err != nil {
+	var raw struct {
+		Build map[string]any `json:"build"`
+	}
+	if err := yaml.Unmarshal(data, &raw); err != nil {
 		return nil, err
 	}
+	c.path = path
+	c.rawBuild = raw.Build
+	c.absPaths(filepath.Dir(path))
+	absRawBuild(c.rawBuild, filepath.Dir(path))
 	return c, nil
+}
+
+// finish applies the environment overrides, fills in defaults, derives
+// what depends on files outside the config and validates.
+func (c *Config) finish() error {
+	root, err := HarnessRoot()
+	if err != nil {
+		return err
+	}
+	c.harnessRoot = root
+	c.applyEnv()
+	c.Default()
+	var e errs
+	c.resolveClusterAPISource(&e)
+	if len(e) > 0 {
+		return errors.Join(e...)
+	}
+	return c.Validate()
+}
+
+// applyEnv applies the Env* overrides of build settings.
+func (c *Config) applyEnv() {
+	set := func(env string, field *string, abs bool) {
+		v := os.Getenv(env)
+		if v == "" {
+			return
+		}
+		if abs {
+			if a, err := filepath.Abs(v); err == nil {
+				v = a
+			}
+		}
+		*field = v
+		c.overrides = append(c.overrides, env)
+	}
+	set(EnvClusterAPISource, &c.Build.ClusterAPI.Source, true)
+	set(EnvImagePolicy, &c.Build.Registry.Policy, false)
+	set(EnvImageMirror, &c.Build.Registry.Mirror, false)
+	set(EnvImagePublish, &c.Build.Registry.Publish, false)
+}
+
+// absPaths makes the file's relative paths absolute against dir: provider
+// sources and files (as upstream's AbsPaths), the CNI variable, the Cluster
+// API source tree and local Go image directories.
+func (c *Config) absPaths(dir string) {
+	abs := func(p *string) {
+		if *p != "" && !filepath.IsAbs(*p) && !strings.Contains(*p, "://") {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+	files := func(fs []File) {
+		for i := range fs {
+			abs(&fs[i].SourcePath)
+		}
+	}
+	for i := range c.Providers {
+		p := &c.Providers[i]
+		for j := range p.Versions {
+			v := &p.Versions[j]
+			if strings.HasPrefix(v.Value, "file://") {
+				v.Value = strings.TrimPrefix(v.Value, "file://")
+			}
+			abs(&v.Value)
+			files(v.Files)
+		}
+		files(p.Files)
+	}
+	if v, ok := c.Variables[VarCNI]; ok {
+		abs(&v)
+		c.Variables[VarCNI] = v
+	}
+	abs(&c.Build.ClusterAPI.Source)
+	for i := range c.Build.GoImages {
+		abs(&c.Build.GoImages[i].Dir)
+	}
 }
 
 // Default fills in every unset field that has a default (see the fields'
@@ -108,7 +300,6 @@ func (c *Config) Default() {
 	}
 
 	b := &c.Build
-	setIfEmpty(&b.OutputDir, DefaultOutputDir)
 	setIfEmpty(&b.Debian.Variant, DefaultDebianVariant)
 	setIfEmpty(&b.Kind.Path, DefaultKindModule)
 	setIfEmpty(&b.Kind.Rootfs, DefaultNodeRootfs)
@@ -123,6 +314,7 @@ func (c *Config) Default() {
 	setIfEmpty(&b.LoadBalancer.Rootfs, DefaultHAProxyRootfs)
 	setIfEmpty(&b.CertManager.Path, DefaultCertManager)
 	setIfEmpty(&b.Kustomize.Path, DefaultKustomizeModule)
+	setIfEmpty(&b.Registry.Policy, PolicyPullElseBuild)
 	for i := range b.Kubernetes {
 		k := &b.Kubernetes[i]
 		if k.NodeImage == "" && k.Version != "" {
@@ -132,6 +324,9 @@ func (c *Config) Default() {
 		setIfEmpty(&k.Etcd.Path, DefaultEtcdModule)
 		setIfEmpty(&k.CoreDNS.Path, DefaultCoreDNSModule)
 		setIfEmpty(&k.Pause.Source, k.Version)
+	}
+	for i := range b.GoImages {
+		setIfEmpty(&b.GoImages[i].Binary, DefaultGoImageBinary)
 	}
 }
 
@@ -153,20 +348,26 @@ func setIfEmpty(s *string, def string) {
 // config from Parse).
 func (c *Config) Path() string { return c.path }
 
-// Dir returns the directory relative paths in the config resolve against.
+// BasePath returns the harness config this one was merged over, or "" when
+// it is the harness's own (or came from Parse).
+func (c *Config) BasePath() string { return c.basePath }
+
+// Dir returns the directory of the config file.
 func (c *Config) Dir() string { return filepath.Dir(c.path) }
 
-// Raw returns the bytes the config was read from.
-func (c *Config) Raw() []byte { return slices.Clone(c.raw) }
+// HarnessDir returns the harness's root directory (see HarnessRoot), where
+// the built-in providers' cluster templates are.
+func (c *Config) HarnessDir() string { return c.harnessRoot }
 
-// ResolvePath makes p absolute against Dir, as upstream does for provider
-// files; an absolute p is returned cleaned.
+// Overrides returns the environment variables that changed build settings
+// when the config was loaded.
+func (c *Config) Overrides() []string { return append([]string(nil), c.overrides...) }
+
+// ResolvePath makes p absolute against Dir; an absolute p is returned
+// cleaned.
 func (c *Config) ResolvePath(p string) string {
 	if filepath.IsAbs(p) {
 		return filepath.Clean(p)
 	}
 	return filepath.Join(c.Dir(), p)
 }
-
-// OutputDir returns the absolute Build.OutputDir.
-func (c *Config) OutputDir() string { return c.ResolvePath(c.Build.OutputDir) }

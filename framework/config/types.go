@@ -1,22 +1,29 @@
 package config
 
-// Config is the content of config/e2e.yaml. The first five fields have the
+// Config is an e2e config: the harness's own config/e2e.yaml, or a
+// provider's file merged over it (see Load). The first five fields have the
 // same keys and meaning as upstream's clusterctl.E2EConfig; Build is ours.
 type Config struct {
 	// ManagementClusterName names the kind management cluster. Required:
 	// upstream would otherwise pick a random name, which makes leftovers of
-	// an earlier run impossible to find.
+	// an earlier run impossible to find. Each run appends its run id to it
+	// (see the suite package), so runs on one engine never share a name.
 	ManagementClusterName string `json:"managementClusterName"`
 
-	// Images are loaded into the management cluster before clusterctl init.
-	// Every controller image Build produces for it (Cluster API's four and
-	// the cert-manager substitute) must be listed.
+	// Images are loaded into the management cluster before clusterctl init,
+	// besides the images of the built-in providers and the cert-manager
+	// substitute, which are always loaded (see ManagementImages). A
+	// provider lists its own manager image here.
 	Images []Image `json:"images,omitempty"`
 
-	// Providers are written into the local clusterctl repository. Exactly
-	// one CoreProvider named cluster-api, one BootstrapProvider and one
-	// ControlPlaneProvider named kubeadm, and at least one
-	// InfrastructureProvider are required, as upstream requires.
+	// Providers are written into the local clusterctl repository besides
+	// the built-in ones (BuiltinProviders: Cluster API's core, kubeadm
+	// bootstrap and control plane, and CAPD with the harness's cluster
+	// templates), which the harness builds and renders itself. A provider
+	// declared here with the type and name of a built-in one replaces it
+	// (keeping the built-in's files it does not list itself); declaring any
+	// InfrastructureProvider drops the built-in CAPD unless it is the one
+	// declared. Paths are relative to the file that declares them.
 	Providers []Provider `json:"providers,omitempty"`
 
 	// Variables are written into clusterctl's config and read by the specs.
@@ -38,9 +45,16 @@ type Config struct {
 	// the directory relative paths resolve against plus "e2e.yaml" when it
 	// came from Parse.
 	path string
-	// raw is the file's content, kept so the upstream config can be read
-	// from the same bytes.
-	raw []byte
+	// basePath is the harness config this one was merged over, or "".
+	basePath string
+	// harnessRoot is the harness repository (or module) root, where the
+	// built-in providers' cluster templates (data/) are.
+	harnessRoot string
+	// overrides records the environment variables that changed build
+	// settings at load time, for messages.
+	overrides []string
+	// rawBuild is the build section as the file wrote it, for merging.
+	rawBuild map[string]any
 }
 
 // LoadBehavior says what happens when an image cannot be loaded into the
@@ -141,11 +155,6 @@ type File struct {
 // module versions and Debian packages. Every image is built locally; none is
 // pulled.
 type Build struct {
-	// OutputDir is where rendered files go (components YAML under
-	// components/, the CNI manifest under cni/), relative to the config
-	// file's directory. If unset, "../out".
-	OutputDir string `json:"outputDir,omitempty"`
-
 	// Debian says where root file systems come from.
 	Debian Debian `json:"debian"`
 
@@ -186,8 +195,96 @@ type Build struct {
 	// images cannot be built from the module proxy).
 	CertManager CertManager `json:"certManager"`
 
-	// Kustomize renders the providers' components YAML.
+	// Kustomize renders the providers' components YAML: the built-in
+	// providers' at suite setup, and every provider version of type
+	// kustomize (upstream's CreateRepository runs it, through
+	// CAPI_KUSTOMIZE_PATH).
 	Kustomize Module `json:"kustomize"`
+
+	// GoImages are further images compiled from Go code, typically a
+	// provider's own manager, from its module at a version or from a local
+	// directory, with the same builder as Cluster API's controllers. List
+	// them in Images too when the management cluster needs them.
+	GoImages []GoImage `json:"goImages,omitempty"`
+
+	// Registry says where images may be pulled from instead of built, and
+	// where built images are published.
+	Registry Registry `json:"registry,omitempty"`
+}
+
+// GoImage is an image holding one Go binary.
+type GoImage struct {
+	// Image is the reference the image is tagged with, e.g.
+	// "example.com/my-provider/manager:dev". Required.
+	Image string `json:"image"`
+	// Module and Version build Package from the module proxy, in a
+	// wrapper module that applies the module's own replace directives.
+	// Set both, or set Dir instead.
+	Module  string `json:"module,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Dir builds Package in a local directory, inside its main module
+	// (go.mod at or above it), as `go build` run there would: the code
+	// under test from a working tree. Relative to the config file that
+	// declares it. The image is content-addressed on the files of every
+	// package of that directory's modules the binary depends on, so an
+	// unchanged tree is not rebuilt.
+	Dir string `json:"dir,omitempty"`
+	// Package is the main package: an import path, or with Dir a path
+	// relative to Dir such as "." or "./cmd/manager". Required.
+	Package string `json:"package"`
+	// LDFlags are extra linker flags, e.g. "-X 'example.com/p/version.gitVersion=v0.3.99'".
+	LDFlags []string `json:"ldflags,omitempty"`
+	// Tags are build tags.
+	Tags []string `json:"tags,omitempty"`
+	// CGO enables cgo; if false, a static binary.
+	CGO bool `json:"cgo,omitempty"`
+	// Rootfs names a build.debian.rootfs to build on; if unset, scratch
+	// plus /tmp, /etc/passwd, /etc/group (as distroless/static).
+	Rootfs string `json:"rootfs,omitempty"`
+	// Binary is the binary's path in the image and the entrypoint; if
+	// unset, "/manager".
+	Binary string `json:"binary,omitempty"`
+	// User runs the entrypoint, e.g. "65532"; if unset, root.
+	User string `json:"user,omitempty"`
+}
+
+// Image source policies (Registry.Policy).
+const (
+	// PolicyBuild builds the image; nothing is pulled.
+	PolicyBuild = "build"
+	// PolicyPull pulls the image and fails when it cannot.
+	PolicyPull = "pull"
+	// PolicyPullElseBuild pulls the image when a registry has it and
+	// builds it otherwise. The default: where a registry answers, what is
+	// published is pulled; where none does (the first failed pull of a
+	// registry is remembered), everything is built.
+	PolicyPullElseBuild = "pull-else-build"
+)
+
+// Registry configures pulling and publishing images.
+type Registry struct {
+	// Policy is the source of images: build, pull or pull-else-build.
+	// It applies to the images that are published upstream (node images,
+	// registry.k8s.io's, kube-router, haproxy, Cluster API releases), and
+	// to every image when Mirror is set; the others are always built.
+	// Environment override IMAGE_POLICY. If unset, pull-else-build.
+	Policy string `json:"policy,omitempty"`
+	// Policies overrides Policy per build step (step IDs as
+	// `capd-e2e-images -list` prints them; a trailing "*" matches a
+	// prefix), e.g. {"node/*": build}.
+	Policies map[string]string `json:"policies,omitempty"`
+	// Mirror is a registry that serves every image as
+	// <Mirror>/<reference> (an air-gapped mirror, or a CI cache that
+	// Publish filled), e.g. "127.0.0.1:5001". Pulled images are tagged
+	// with their own reference. A pulled image that carries an
+	// inputs-hash label is used only when the label is current.
+	// Environment override IMAGE_MIRROR. If unset, images are pulled from
+	// their own registries.
+	Mirror string `json:"mirror,omitempty"`
+	// Publish is a registry every image of the plan is pushed to after
+	// `make images`, as <Publish>/<reference>. Environment override
+	// IMAGE_PUBLISH. If unset, nothing is pushed.
+	Publish string `json:"publish,omitempty"`
 }
 
 // Module is a Go module at a version, fetched from the module proxy.
@@ -359,14 +456,28 @@ type LoadBalancer struct {
 	Rootfs string `json:"rootfs,omitempty"`
 }
 
-// ClusterAPI is the Cluster API release whose controllers are built.
+// ClusterAPI is the Cluster API whose controllers are built: a release
+// from the module proxy, or a local working tree.
 type ClusterAPI struct {
 	// Version of sigs.k8s.io/cluster-api and sigs.k8s.io/cluster-api/test,
-	// e.g. "v1.14.2". Required.
+	// e.g. "v1.14.2". Required; unused when Source is set.
 	Version string `json:"version"`
+	// Source is a cluster-api working tree (the repository root, with
+	// api/ and test/ as in git). When set, the four controllers are built
+	// from it and their components rendered from its config/default
+	// kustomizations, under the version upstream gives a tree (the highest
+	// release series of its metadata.yaml, patch 99, e.g. v1.14.99) and
+	// with images tagged "dev". Dependencies still come from the module
+	// proxy. Relative to the config file; environment override
+	// CAPI_SOURCE_DIR (relative to the working directory).
+	Source string `json:"source,omitempty"`
 	// Images are the references the controllers are tagged with; the
-	// rendered components YAML is rewritten to use them.
+	// rendered components YAML is rewritten to use them. With Source set,
+	// their tags are replaced by "dev".
 	Images ClusterAPIImages `json:"images"`
+
+	// sourceVersion is the version derived from Source at load time.
+	sourceVersion string
 }
 
 // ClusterAPIImages are the four controller image references. All required.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -125,7 +126,7 @@ func (c *Config) validateProviders(e *errs) {
 				e.add(vf+".type", "%q is not %s or %s", v.Type, URLSource, KustomizeSource)
 			}
 			if strings.HasPrefix(v.Value, "http://") || strings.HasPrefix(v.Value, "https://") {
-				e.add(vf+".value", "%q needs the network; render the components into build.outputDir instead", v.Value)
+				e.add(vf+".value", "%q needs the network; use a local file or kustomization", v.Value)
 			}
 			for k, r := range v.Replacements {
 				if _, err := regexp.Compile(r.Old); err != nil {
@@ -136,20 +137,19 @@ func (c *Config) validateProviders(e *errs) {
 		}
 		validateFiles(e, f+".files", p.Files)
 	}
-	one := func(typ, name string) {
+	// The built-in providers fill in what is not declared; a declared one
+	// replaces a built-in and must be named as clusterctl expects it.
+	named := func(typ, name string) {
 		switch names := byType[typ]; {
-		case len(names) != 1:
-			e.add("providers", "exactly one %s is required, found %d", typ, len(names))
-		case names[0] != name:
+		case len(names) > 1:
+			e.add("providers", "at most one %s, found %d", typ, len(names))
+		case len(names) == 1 && names[0] != name:
 			e.add("providers", "the %s must be named %q, not %q", typ, name, names[0])
 		}
 	}
-	one(CoreProvider, "cluster-api")
-	one(BootstrapProvider, "kubeadm")
-	one(ControlPlaneProvider, "kubeadm")
-	if len(byType[InfrastructureProvider]) == 0 {
-		e.add("providers", "at least one %s is required", InfrastructureProvider)
-	}
+	named(CoreProvider, "cluster-api")
+	named(BootstrapProvider, "kubeadm")
+	named(ControlPlaneProvider, "kubeadm")
 }
 
 func validateFiles(e *errs, field string, files []File) {
@@ -203,8 +203,6 @@ type producer struct {
 }
 
 func (b *Build) validate(e *errs) {
-	e.required("build.outputDir", b.OutputDir)
-
 	// Debian.
 	e.required("build.debian.suite", b.Debian.Suite)
 	if e.required("build.debian.mirror", b.Debian.Mirror) &&
@@ -318,7 +316,58 @@ func (b *Build) validate(e *errs) {
 	e.ref("build.certManager.substituteImage", b.CertManager.SubstituteImage)
 	e.version("build.kustomize.version", b.Kustomize.Version)
 
+	for i, g := range b.GoImages {
+		f := fmt.Sprintf("build.goImages[%d]", i)
+		e.ref(f+".image", g.Image)
+		e.required(f+".package", g.Package)
+		switch {
+		case g.Dir != "" && (g.Module != "" || g.Version != ""):
+			e.add(f, "set either dir or module and version, not both")
+		case g.Dir != "":
+			if st, err := os.Stat(g.Dir); err != nil || !st.IsDir() {
+				e.add(f+".dir", "%q is not a directory", g.Dir)
+			}
+		default:
+			e.required(f+".module", g.Module)
+			e.version(f+".version", g.Version)
+		}
+		if g.Rootfs != "" {
+			hasRootfs(f+".rootfs", g.Rootfs)
+		}
+		if !strings.HasPrefix(g.Binary, "/") {
+			e.add(f+".binary", "%q is not an absolute path", g.Binary)
+		}
+	}
+
+	policy := func(field, p string) {
+		if p != PolicyBuild && p != PolicyPull && p != PolicyPullElseBuild {
+			e.add(field, "%q is not %s, %s or %s", p, PolicyBuild, PolicyPull, PolicyPullElseBuild)
+		}
+	}
+	policy(b.field("build.registry.policy", EnvImagePolicy), b.Registry.Policy)
+	for _, k := range slices.Sorted(maps.Keys(b.Registry.Policies)) {
+		policy(fmt.Sprintf("build.registry.policies[%s]", k), b.Registry.Policies[k])
+	}
+	registry := func(field, r string) {
+		if r != "" && !registryRE.MatchString(r) {
+			e.add(field, "%q is not a registry such as 127.0.0.1:5001 or mirror.example.com/k8s", r)
+		}
+	}
+	registry(b.field("build.registry.mirror", EnvImageMirror), b.Registry.Mirror)
+	registry(b.field("build.registry.publish", EnvImagePublish), b.Registry.Publish)
+
 	b.validateCollisions(e)
+}
+
+// registryRE is a registry host with an optional port and path.
+var registryRE = regexp.MustCompile(`^[a-zA-Z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)*$`)
+
+// field names a build field, with the environment variable that set it.
+func (b *Build) field(name, env string) string {
+	if v := os.Getenv(env); v != "" {
+		return name + " (" + env + ")"
+	}
+	return name
 }
 
 func componentImage(e *errs, field string, c ComponentImage) {
@@ -368,6 +417,9 @@ func (b *Build) validateCollisions(e *errs) {
 	add("build.clusterAPI.images.kubeadmControlPlane", b.ClusterAPI.Images.KubeadmControlPlane, "capi control plane")
 	add("build.clusterAPI.images.docker", b.ClusterAPI.Images.Docker, "capd")
 	add("build.certManager.substituteImage", b.CertManager.SubstituteImage, "cert-manager substitute")
+	for i, g := range b.GoImages {
+		add(fmt.Sprintf("build.goImages[%d].image", i), g.Image, fmt.Sprintf("go image %d", i))
+	}
 }
 
 // Variables the cross-checks know about.
@@ -381,53 +433,37 @@ const (
 	VarCNI                          = "CNI"
 )
 
-// validateCrossChecks checks that sections agree. It reads the variables
-// as written in the file: the environment may override them at run time,
-// but the file itself must be consistent.
+// validateCrossChecks checks that sections agree, with the variables as
+// the specs will read them: the environment overrides the file.
 func (c *Config) validateCrossChecks(e *errs) {
-	loaded := map[string]bool{}
-	for _, img := range c.Images {
-		loaded[img.Name] = true
-	}
-	mustLoad := func(field, ref string) {
-		if ref != "" && !loaded[ref] {
-			e.add("images", "must list %s (%q): the management cluster cannot pull it", field, ref)
+	field := func(name string) string {
+		if _, ok := os.LookupEnv(name); ok {
+			return "variables." + name + " (environment)"
 		}
+		return "variables." + name
 	}
-	ci := c.Build.ClusterAPI.Images
-	mustLoad("build.clusterAPI.images.core", ci.Core)
-	mustLoad("build.clusterAPI.images.kubeadmBootstrap", ci.KubeadmBootstrap)
-	mustLoad("build.clusterAPI.images.kubeadmControlPlane", ci.KubeadmControlPlane)
-	mustLoad("build.clusterAPI.images.docker", ci.Docker)
-	mustLoad("build.certManager.substituteImage", c.Build.CertManager.SubstituteImage)
-
-	// The Cluster API providers we build must offer the version we build.
-	if want := c.Build.ClusterAPI.Version; want != "" {
-		for i, p := range c.Providers {
-			if !slices.Contains([]string{"cluster-api", "kubeadm", "docker"}, p.Name) {
-				continue
-			}
-			if !slices.ContainsFunc(p.Versions, func(v ProviderVersion) bool { return v.Name == want }) {
-				e.add(fmt.Sprintf("providers[%d].versions", i), "no version %s (build.clusterAPI.version)", want)
-			}
-		}
-	}
-
 	for _, name := range []string{VarKubernetesVersion, VarKubernetesVersionManagement, VarKubernetesVersionUpgradeFrom, VarKubernetesVersionUpgradeTo} {
-		v, ok := c.Variables[name]
-		if !ok {
-			continue
+		v, ok := c.LookupVariable(name)
+		if !ok || v == "" {
+			continue // whether a spec needs it is for the suite to say
 		}
 		if _, err := c.Build.KubernetesVersion(v); err != nil {
-			e.add("variables."+name, "%q has no build.kubernetes entry: no node image would exist for it", v)
+			e.add(field(name), "%q has no build.kubernetes entry (have %s): no node image would exist for it, and CAPD would try to pull one",
+				v, strings.Join(c.Build.KubernetesVersions(), ", "))
 		}
 	}
-	if to, err := c.Build.KubernetesVersion(c.Variables[VarKubernetesVersionUpgradeTo]); err == nil {
-		if v, ok := c.Variables[VarEtcdVersionUpgradeTo]; ok && v != tag(to.Etcd.Image) {
-			e.add("variables."+VarEtcdVersionUpgradeTo, "%q is not the etcd tag %q of %s", v, tag(to.Etcd.Image), to.Version)
+	toVersion, _ := c.LookupVariable(VarKubernetesVersionUpgradeTo)
+	if to, err := c.Build.KubernetesVersion(toVersion); err == nil {
+		if v, ok := c.LookupVariable(VarEtcdVersionUpgradeTo); ok && v != tag(to.Etcd.Image) {
+			e.add(field(VarEtcdVersionUpgradeTo), "%q is not the etcd tag %q of %s", v, tag(to.Etcd.Image), to.Version)
 		}
-		if v, ok := c.Variables[VarCoreDNSVersionUpgradeTo]; ok && v != tag(to.CoreDNS.Image) {
-			e.add("variables."+VarCoreDNSVersionUpgradeTo, "%q is not the CoreDNS tag %q of %s", v, tag(to.CoreDNS.Image), to.Version)
+		if v, ok := c.LookupVariable(VarCoreDNSVersionUpgradeTo); ok && v != tag(to.CoreDNS.Image) {
+			e.add(field(VarCoreDNSVersionUpgradeTo), "%q is not the CoreDNS tag %q of %s", v, tag(to.CoreDNS.Image), to.Version)
+		}
+	}
+	if v, ok := c.LookupVariable(VarCNI); ok && v != "" {
+		if st, err := os.Stat(c.ResolvePath(v)); err != nil || st.IsDir() {
+			e.add(field(VarCNI), "%q is not a file", v)
 		}
 	}
 }

@@ -120,6 +120,16 @@ type Images interface {
 	// RemoveImage removes a tag, and the image when it was its last tag.
 	// Removing an image that does not exist is not an error.
 	RemoveImage(ctx context.Context, ref string) error
+
+	// PullImage pulls ref from its registry (anonymously) and waits until
+	// the engine stored it. The error wraps ErrNotFound when the registry
+	// answered that it has no such image; any other error (the registry
+	// cannot be reached, refused the request, ...) does not.
+	PullImage(ctx context.Context, ref string) error
+
+	// PushImage pushes ref to the registry its name designates
+	// (anonymously) and waits until the push completed.
+	PushImage(ctx context.Context, ref string) error
 }
 
 // Resources is the part of a Runtime that manages networks and volumes.

@@ -8,28 +8,68 @@
 package upstream
 
 import (
-	"fmt"
+	"strings"
 
 	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
-	"sigs.k8s.io/yaml"
 
 	"github.com/capd-e2e/capd-e2e/framework/config"
 )
 
-// E2EConfig reads upstream's E2EConfig from the same bytes c was read from,
-// the way upstream's LoadE2EConfig does (lenient YAML, Defaults, AbsPaths
-// against the config file's directory), minus ResolveReleases (our
-// Validate rejects release markers) and minus upstream's Validate.
+// E2EConfig derives upstream's E2EConfig from c, the one source of truth
+// (nothing is parsed twice): the management cluster name, every image the
+// management cluster needs (config.ManagementImages), the repository's
+// providers with the built-in ones' components in renderDir
+// (config.RepositoryProviders), the variables and the intervals. Paths
+// are absolute already.
 //
-// Upstream's Validate is left to the caller because it requires every
-// provider file to exist, and ours are rendered by `make images`: call it
-// once they are.
-func E2EConfig(c *config.Config) (*clusterctl.E2EConfig, error) {
-	out := &clusterctl.E2EConfig{}
-	if err := yaml.Unmarshal(c.Raw(), out); err != nil {
-		return nil, fmt.Errorf("read upstream config from %q: %w", c.Path(), err)
+// Upstream's Validate is left to the caller: it requires every provider
+// file to exist, and the built-in providers' are rendered at suite setup.
+func E2EConfig(c *config.Config, renderDir string) (*clusterctl.E2EConfig, error) {
+	providers, err := c.RepositoryProviders(renderDir)
+	if err != nil {
+		return nil, err
+	}
+	out := &clusterctl.E2EConfig{
+		ManagementClusterName: c.ManagementClusterName,
+		Variables:             map[string]string{},
+		Intervals:             map[string][]string{},
+	}
+	for _, img := range c.ManagementImages() {
+		out.Images = append(out.Images, clusterctl.ContainerImage{Name: img.Name, LoadBehavior: clusterctl.LoadImageBehavior(img.LoadBehavior)})
+	}
+	for _, p := range providers {
+		up := clusterctl.ProviderConfig{Name: p.Name, Type: p.Type, Files: files(p.Files)}
+		for _, v := range p.Versions {
+			uv := clusterctl.ProviderVersionSource{Name: v.Name, Value: v.Value, Contract: v.Contract,
+				Type: clusterctl.ComponentSourceType(v.Type), Files: files(v.Files)}
+			for _, r := range v.Replacements {
+				uv.Replacements = append(uv.Replacements, clusterctl.ComponentReplacement{Old: r.Old, New: r.New})
+			}
+			up.Versions = append(up.Versions, uv)
+		}
+		out.Providers = append(out.Providers, up)
+	}
+	for k, v := range c.Variables {
+		out.Variables[k] = v
+	}
+	// Always [timeout, poll]: our config allows the poll to be left out,
+	// upstream's helpers index both.
+	for k := range c.IntervalsByKey {
+		spec, key, _ := strings.Cut(k, "/")
+		timeout, poll, err := c.Intervals(spec, key)
+		if err != nil {
+			return nil, err
+		}
+		out.Intervals[k] = []string{timeout.String(), poll.String()}
 	}
 	out.Defaults()
-	out.AbsPaths(c.Dir())
 	return out, nil
+}
+
+func files(fs []config.File) []clusterctl.Files {
+	var out []clusterctl.Files
+	for _, f := range fs {
+		out = append(out, clusterctl.Files{SourcePath: f.SourcePath, TargetName: f.TargetName})
+	}
+	return out
 }

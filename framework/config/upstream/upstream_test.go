@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"context"
 	"maps"
 	"os"
 	"path/filepath"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/onsi/gomega"
 	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
 
 	"github.com/capd-e2e/capd-e2e/framework/config"
@@ -23,7 +21,8 @@ func TestE2EConfigMatchesOurs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	up, err := E2EConfig(ours)
+	render := t.TempDir()
+	up, err := E2EConfig(ours, render)
 	if err != nil {
 		t.Fatalf("E2EConfig: %v", err)
 	}
@@ -33,28 +32,36 @@ func TestE2EConfigMatchesOurs(t *testing.T) {
 	if !maps.Equal(up.Variables, ours.Variables) {
 		t.Errorf("Variables differ:\nupstream %v\nours     %v", up.Variables, ours.Variables)
 	}
-	if !reflect.DeepEqual(up.Intervals, ours.IntervalsByKey) {
+	if len(up.Intervals) != len(ours.IntervalsByKey) {
 		t.Errorf("Intervals differ:\nupstream %v\nours     %v", up.Intervals, ours.IntervalsByKey)
 	}
-	if len(up.Images) != len(ours.Images) {
-		t.Fatalf("%d images, want %d", len(up.Images), len(ours.Images))
+	// A one-value interval gets the default poll: upstream's helpers index
+	// both values.
+	ours.IntervalsByKey["default/wait-short"] = []string{"4m"}
+	up2, err := E2EConfig(ours, render)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := up2.GetIntervals("quick-start", "wait-short"); !reflect.DeepEqual(got, []any{"4m0s", "10s"}) {
+		t.Errorf(`GetIntervals of ["4m"] = %v, want [4m0s 10s]`, got)
+	}
+	delete(ours.IntervalsByKey, "default/wait-short")
+	images := ours.ManagementImages()
+	if len(up.Images) != len(images) {
+		t.Fatalf("%d images, want %d", len(up.Images), len(images))
 	}
 	for i, img := range up.Images {
-		if img.Name != ours.Images[i].Name || string(img.LoadBehavior) != string(ours.Images[i].LoadBehavior) {
-			t.Errorf("Images[%d] = %+v, want %+v", i, img, ours.Images[i])
+		if img.Name != images[i].Name || string(img.LoadBehavior) != string(images[i].LoadBehavior) {
+			t.Errorf("Images[%d] = %+v, want %+v", i, img, images[i])
 		}
 	}
-	if len(up.Providers) != len(ours.Providers) {
-		t.Fatalf("%d providers, want %d", len(up.Providers), len(ours.Providers))
+	if len(up.Providers) != 4 {
+		t.Fatalf("%d providers, want the 4 built-in ones", len(up.Providers))
 	}
-	out := ours.OutputDir()
 	for _, p := range up.Providers {
 		for _, v := range p.Versions {
-			if v.Type != clusterctl.URLSource {
-				t.Errorf("provider %s %s: type %q, want url", p.Name, v.Name, v.Type)
-			}
-			if !strings.HasPrefix(v.Value, out+string(filepath.Separator)) {
-				t.Errorf("provider %s %s: value %q is not under %s", p.Name, v.Name, v.Value, out)
+			if v.Type != clusterctl.URLSource || !strings.HasPrefix(v.Value, render+string(filepath.Separator)) {
+				t.Errorf("provider %s %s: %s %q, want a url under %s", p.Name, v.Name, v.Type, v.Value, render)
 			}
 		}
 	}
@@ -67,59 +74,26 @@ func TestE2EConfigMatchesOurs(t *testing.T) {
 	if len(got) != 2 || mustDuration(t, got[0]) != timeout || mustDuration(t, got[1]) != poll {
 		t.Errorf("GetIntervals = %v, ours = %v, %v", got, timeout, poll)
 	}
-	// Without the rendered files, upstream's Validate refuses the config:
-	// the reason E2EConfig leaves Validate to the caller.
-	if err := up.Validate(); err == nil && !filesExist(ours) {
-		t.Error("upstream Validate() = nil although the provider files are not rendered")
-	}
-}
 
-// TestUpstreamLoadE2EConfig runs upstream's own loader on a copy of the
-// repo config next to stub provider files, as the suite will after
-// `make images`.
-func TestUpstreamLoadE2EConfig(t *testing.T) {
-	ours, err := config.Load(repoConfig)
-	if err != nil {
-		t.Fatal(err)
+	// Upstream's Validate refuses the config until the components are
+	// rendered (the reason E2EConfig leaves it to the caller), and accepts
+	// it after.
+	if err := up.Validate(); err == nil {
+		t.Error("upstream Validate() = nil although the components are not rendered")
 	}
-	root := t.TempDir()
-	path := filepath.Join(root, "config", "e2e.yaml")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, ours.Raw(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	copied, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range providerFiles(copied) {
-		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(f, []byte("# stub\n"), 0o644); err != nil {
-			t.Fatal(err)
+	for _, b := range ours.ActiveBuiltinProviders() {
+		comp, md := ours.RenderedComponents(render, b)
+		for _, f := range []string{comp, md} {
+			if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(f, []byte("# stub\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-
-	gomega.RegisterTestingT(t) // LoadE2EConfig asserts with the global Expect
-	up := clusterctl.LoadE2EConfig(context.Background(), clusterctl.LoadE2EConfigInput{ConfigPath: path})
-	if up.ManagementClusterName != "capd-e2e" || len(up.Providers) != 4 {
-		t.Errorf("LoadE2EConfig = %+v", up)
-	}
-	if got := up.MustGetVariable("KUBERNETES_VERSION_UPGRADE_TO"); got != "v1.37.2" {
-		t.Errorf("KUBERNETES_VERSION_UPGRADE_TO = %q", got)
-	}
-	mine, err := E2EConfig(copied)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mine.Validate(); err != nil {
-		t.Errorf("upstream Validate of E2EConfig() = %v", err)
-	}
-	if !reflect.DeepEqual(mine.Providers, up.Providers) {
-		t.Errorf("E2EConfig providers differ from LoadE2EConfig's:\n%+v\n%+v", mine.Providers, up.Providers)
+	if err := up.Validate(); err != nil {
+		t.Errorf("upstream Validate() after rendering = %v", err)
 	}
 }
 
@@ -131,30 +105,4 @@ func mustDuration(t *testing.T, v any) time.Duration {
 		t.Fatalf("interval %v: %v", v, err)
 	}
 	return d
-}
-
-// providerFiles lists every file the providers section points at, absolute.
-func providerFiles(c *config.Config) []string {
-	var out []string
-	for _, p := range c.Providers {
-		for _, f := range p.Files {
-			out = append(out, c.ResolvePath(f.SourcePath))
-		}
-		for _, v := range p.Versions {
-			out = append(out, c.ResolvePath(v.Value))
-			for _, f := range v.Files {
-				out = append(out, c.ResolvePath(f.SourcePath))
-			}
-		}
-	}
-	return out
-}
-
-func filesExist(c *config.Config) bool {
-	for _, f := range providerFiles(c) {
-		if _, err := os.Stat(f); err != nil {
-			return false
-		}
-	}
-	return true
 }

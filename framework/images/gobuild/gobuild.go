@@ -1,8 +1,10 @@
-// Package gobuild compiles main packages of published Go modules with the
-// go command, the way their projects' own builds do, without a checkout:
-// each build runs in a small wrapper module (kept in a cache directory) that
-// requires the module at its version and carries the replace directives the
-// module's own go.mod would have applied.
+// Package gobuild compiles main packages of Go modules with the go
+// command, the way their projects' own builds do. A published module is
+// built without a checkout: each build runs in a small wrapper module (kept
+// in a cache directory) that requires the module at its version and carries
+// the replace directives the module's own go.mod would have applied. A
+// local working tree (BuildLocal) is built in place, with its own go.mod,
+// and content-addressed by SourceHashes.
 //
 // The Go build cache makes a second build of the same packages cheap, and
 // finished binaries are kept by the hash of everything that determines them,
@@ -10,8 +12,8 @@
 //
 // This package only produces binaries on the host. It must not know about
 // images or the container engine (see package goimages for that), and it
-// never copies a module's source anywhere: the go command compiles it from
-// the module cache.
+// never copies or modifies a module's source: the go command compiles it
+// from the module cache or the tree where it is.
 package gobuild
 
 import (
@@ -411,8 +413,33 @@ type ModuleInfo struct {
 }
 
 // Download fetches a module version into the module cache (a no-op when it
-// is there) and describes it.
+// is there) and describes it. A proxy that answers 5xx or not at all is
+// asked again, up to downloadAttempts times with backoff: the module proxy
+// has transient outages, and a cold build makes hundreds of requests.
 func (b *Builder) Download(ctx context.Context, m module.Version) (ModuleInfo, error) {
+	var err error
+	for attempt, delay := 1, 2*time.Second; ; attempt, delay = attempt+1, delay*2 {
+		var info ModuleInfo
+		var transient bool
+		info, transient, err = b.download(ctx, m)
+		if err == nil || !transient || attempt == downloadAttempts {
+			return info, err
+		}
+		select {
+		case <-ctx.Done():
+			return ModuleInfo{}, fmt.Errorf("%w (%w)", ctx.Err(), err)
+		case <-time.After(delay):
+		}
+	}
+}
+
+// downloadAttempts bounds Download's retries of a transient failure.
+const downloadAttempts = 5
+
+// transientProxyError matches the go command's words for a proxy outage.
+var transientProxyError = regexp.MustCompile(`\b5\d\d [A-Z][A-Za-z ]+|connection (timeout|reset|refused)|i/o timeout|TLS handshake timeout|unexpected EOF`)
+
+func (b *Builder) download(ctx context.Context, m module.Version) (ModuleInfo, bool, error) {
 	cmd := exec.CommandContext(ctx, b.goCommand(), "mod", "download", "-json", m.Path+"@"+m.Version)
 	// Outside any module: the download must not depend on where we run.
 	cmd.Dir = os.TempDir()
@@ -428,7 +455,8 @@ func (b *Builder) Download(ctx context.Context, m module.Version) (ModuleInfo, e
 		if runErr == nil {
 			runErr = err
 		}
-		return ModuleInfo{}, fmt.Errorf("download module %s@%s: %v: %s", m.Path, m.Version, runErr, msg)
+		return ModuleInfo{}, ctx.Err() == nil && transientProxyError.MatchString(msg),
+			fmt.Errorf("download module %s@%s: %v: %s", m.Path, m.Version, runErr, msg)
 	}
 	info := ModuleInfo{Path: doc.Path, Version: doc.Version, Dir: doc.Dir, GoMod: doc.GoMod}
 	// The .info file holds the commit time and, from most proxies, the
@@ -442,7 +470,7 @@ func (b *Builder) Download(ctx context.Context, m module.Version) (ModuleInfo, e
 			info.Time, info.Commit = vi.Time, vi.Origin.Hash
 		}
 	}
-	return info, nil
+	return info, false, nil
 }
 
 func (b *Builder) goMods(ctx context.Context, mods []module.Version) ([]sourceModule, error) {

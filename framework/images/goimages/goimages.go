@@ -50,7 +50,7 @@ var KubernetesBinaries = []string{
 var Files = []string{"framework/images/goimages", "framework/images/gobuild", "framework/images/oci"}
 
 // Kinds are the plan kinds Register adds a builder for.
-var Kinds = []plan.Kind{plan.KindKubeComponent, plan.KindEtcd, plan.KindCoreDNS, plan.KindPause, plan.KindKubeRouter, plan.KindClusterAPI}
+var Kinds = []plan.Kind{plan.KindKubeComponent, plan.KindEtcd, plan.KindCoreDNS, plan.KindPause, plan.KindKubeRouter, plan.KindClusterAPI, plan.KindGoImage}
 
 // Builders builds the Go-compiled images. Its methods return the
 // plan.Builder of each kind; Register adds them all to a map.
@@ -73,6 +73,7 @@ func (b *Builders) Register(m map[plan.Kind]plan.Builder) {
 	m[plan.KindPause] = plan.BuilderFunc(b.buildPause)
 	m[plan.KindKubeRouter] = plan.BuilderFunc(b.buildKubeRouter)
 	m[plan.KindClusterAPI] = plan.BuilderFunc(b.buildClusterAPI)
+	m[plan.KindGoImage] = plan.BuilderFunc(b.buildGoImage)
 }
 
 // Kubernetes builds every binary of KubernetesBinaries of module
@@ -211,37 +212,110 @@ func (b *Builders) buildKubeRouter(ctx context.Context, s plan.Step) error {
 
 // capiModule is the module of Cluster API's core, kubeadm bootstrap and
 // kubeadm control plane managers; CAPD lives in capiModule+"/test".
-const capiModule = "sigs.k8s.io/cluster-api"
+const capiModule = config.ClusterAPIModule
 
-// buildClusterAPI builds a Cluster API manager as /manager. As upstream's
-// Dockerfiles: the three managers of the main module with the
+// buildClusterAPI builds a Cluster API manager as /manager, from the
+// release's module or, when the step has a Dir, from a working tree. As
+// upstream's Dockerfiles: the three managers of the main module with the
 // fieldsv1string tag and user 65532 (distroless nonroot), CAPD without the
 // tag and as root (it talks to the host's Docker socket).
 func (b *Builders) buildClusterAPI(ctx context.Context, s plan.Step) error {
-	m := module.Version{Path: s.Inputs[plan.InputModule], Version: s.Inputs[plan.InputVersion]}
-	info, err := b.Go.Download(ctx, module.Version{Path: capiModule, Version: m.Version})
-	if err != nil {
-		return err
-	}
-	t := gobuild.Target{
-		Modules:  []module.Version{m},
-		Packages: []string{s.Inputs[plan.InputPackage]},
-		LDFlags:  gobuild.ClusterAPILDFlags(gobuild.SourceOf(info)),
-		GOARCH:   s.Inputs[plan.InputArch],
-	}
+	pkg := s.Inputs[plan.InputPackage]
 	user := ""
-	if m.Path == capiModule {
-		t.Tags = []string{"fieldsv1string"}
+	if !strings.HasPrefix(pkg, config.ClusterAPITestModule+"/") {
 		user = "65532"
 	}
-	res, err := b.Go.Build(ctx, t)
-	if err != nil {
-		return err
+	var bin string
+	if s.Dir != "" {
+		// A tree has no release: its version is the one derived from its
+		// metadata.yaml, and no commit is stamped, so that the image
+		// depends on the tree's content only.
+		res, err := b.local(ctx, s, gobuild.LocalTarget{
+			Dir:      s.Dir,
+			Packages: []string{pkg},
+			Tags:     plan.ClusterAPITags(pkg),
+			LDFlags:  gobuild.ClusterAPILDFlags(gobuild.Source{Version: s.Inputs[plan.InputVersion]}),
+			GOARCH:   s.Inputs[plan.InputArch],
+		})
+		if err != nil {
+			return err
+		}
+		bin = res.Path(gobuild.ExecName(pkg))
+	} else {
+		m := module.Version{Path: s.Inputs[plan.InputModule], Version: s.Inputs[plan.InputVersion]}
+		info, err := b.Go.Download(ctx, module.Version{Path: capiModule, Version: m.Version})
+		if err != nil {
+			return err
+		}
+		res, err := b.Go.Build(ctx, gobuild.Target{
+			Modules:  []module.Version{m},
+			Packages: []string{pkg},
+			Tags:     plan.ClusterAPITags(pkg),
+			LDFlags:  gobuild.ClusterAPILDFlags(gobuild.SourceOf(info)),
+			GOARCH:   s.Inputs[plan.InputArch],
+		})
+		if err != nil {
+			return err
+		}
+		bin = res.Path(gobuild.ExecName(pkg))
 	}
 	return b.image(ctx, s, imageContent{
-		files:      map[string]string{"/manager": res.Path(gobuild.ExecName(t.Packages[0]))},
+		files:      map[string]string{"/manager": bin},
 		scratchEtc: true,
 		config:     oci.Config{Entrypoint: []string{"/manager"}, WorkingDir: "/", User: user},
+	})
+}
+
+// local builds a working tree's packages, checking that the tree still
+// has the content the plan hashed (it may have changed since).
+func (b *Builders) local(ctx context.Context, s plan.Step, t gobuild.LocalTarget) (gobuild.Result, error) {
+	sources, err := b.Go.SourceHashes(ctx, t)
+	if err != nil {
+		return gobuild.Result{}, err
+	}
+	for _, p := range t.Packages {
+		if got := sources[p].Hash; got != s.Inputs[plan.InputSourceHash] {
+			return gobuild.Result{}, fmt.Errorf("the sources of %s in %s changed since the plan was made: run again", p, t.Dir)
+		}
+	}
+	return b.Go.BuildLocal(ctx, t, sources)
+}
+
+// buildGoImage builds a build.goImages entry: its binary at the configured
+// path as entrypoint, on scratch (with /tmp and /etc/passwd) or a rootfs.
+func (b *Builders) buildGoImage(ctx context.Context, s plan.Step) error {
+	pkg := s.Inputs[plan.InputPackage]
+	var ldflags, tags []string
+	if v := s.Inputs[plan.InputLDFlags]; v != "" {
+		ldflags = strings.Split(v, "\n")
+	}
+	if v := s.Inputs[plan.InputTags]; v != "" {
+		tags = strings.Fields(v)
+	}
+	cgo := s.Inputs[plan.InputCGO] == "true"
+	var bin string
+	if s.Dir != "" {
+		res, err := b.local(ctx, s, gobuild.LocalTarget{Dir: s.Dir, Packages: []string{pkg}, CGO: cgo, Tags: tags, LDFlags: ldflags, GOARCH: s.Inputs[plan.InputArch]})
+		if err != nil {
+			return err
+		}
+		for _, p := range res.Binaries {
+			bin = p
+		}
+	} else {
+		m := module.Version{Path: s.Inputs[plan.InputModule], Version: s.Inputs[plan.InputVersion]}
+		res, err := b.Go.Build(ctx, gobuild.Target{Modules: []module.Version{m}, Packages: []string{pkg}, CGO: cgo, Tags: tags, LDFlags: ldflags, GOARCH: s.Inputs[plan.InputArch]})
+		if err != nil {
+			return err
+		}
+		bin = res.Path(gobuild.ExecName(pkg))
+	}
+	binary := s.Inputs[plan.InputBinary]
+	return b.image(ctx, s, imageContent{
+		base:       s.Inputs[plan.InputFrom],
+		files:      map[string]string{binary: bin},
+		scratchEtc: s.Inputs[plan.InputFrom] == "",
+		config:     oci.Config{Entrypoint: []string{binary}, WorkingDir: "/", User: s.Inputs[plan.InputUser]},
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -16,12 +17,15 @@ const (
 	IDKindBase                = "kind-base"
 	IDKubeRouter              = "kube-router"
 	IDHAProxy                 = "haproxy"
-	IDCAPICore                = "cluster-api/core"
-	IDCAPIKubeadmBootstrap    = "cluster-api/kubeadm-bootstrap"
-	IDCAPIKubeadmControlPlane = "cluster-api/kubeadm-control-plane"
-	IDCAPD                    = "cluster-api/docker"
+	IDCAPICore                = config.StepCAPICore
+	IDCAPIKubeadmBootstrap    = config.StepCAPIKubeadmBootstrap
+	IDCAPIKubeadmControlPlane = config.StepCAPIKubeadmControlPlane
+	IDCAPD                    = config.StepCAPD
 	IDCertManagerSubstitute   = "cert-manager-substitute"
 )
+
+// GoImageID returns the ID of a build.goImages step.
+func GoImageID(image string) string { return "go-image/" + image }
 
 // RootfsID returns the ID of the rootfs step named name.
 func RootfsID(name string) string { return "rootfs/" + name }
@@ -90,7 +94,7 @@ func New(cfg *config.Config, opts Options) (*Plan, error) {
 	g.add(Step{ID: IDKindBase, Kind: KindKindBase, Image: b.Kind.BaseImage, Inputs: baseInputs, Deps: deps}, true)
 
 	from, deps = onRootfs(b.KubeRouter.Rootfs)
-	g.add(Step{ID: IDKubeRouter, Kind: KindKubeRouter, Image: b.KubeRouter.Image, Deps: deps, Inputs: map[string]string{
+	g.add(Step{ID: IDKubeRouter, Kind: KindKubeRouter, Image: b.KubeRouter.Image, Deps: deps, Published: true, Inputs: map[string]string{
 		InputFrom:    from,
 		InputModule:  b.KubeRouter.Path,
 		InputVersion: b.KubeRouter.Version,
@@ -98,13 +102,13 @@ func New(cfg *config.Config, opts Options) (*Plan, error) {
 	}}, true)
 
 	from, deps = onRootfs(b.LoadBalancer.Rootfs)
-	g.add(Step{ID: IDHAProxy, Kind: KindHAProxy, Image: b.LoadBalancer.Image, Deps: deps, Inputs: map[string]string{InputFrom: from}}, false)
+	g.add(Step{ID: IDHAProxy, Kind: KindHAProxy, Image: b.LoadBalancer.Image, Deps: deps, Target: true, Published: true, Inputs: map[string]string{InputFrom: from}}, false)
 
 	// Per Kubernetes version: component images first, then the node
 	// images, which may preload components of other versions.
 	for _, k := range b.Kubernetes {
 		for _, comp := range config.KubeComponents {
-			s := Step{ID: KubeComponentID(comp, k.Version), Kind: KindKubeComponent, Image: k.ComponentImage(comp), Inputs: map[string]string{
+			s := Step{ID: KubeComponentID(comp, k.Version), Kind: KindKubeComponent, Image: k.ComponentImage(comp), Published: true, Inputs: map[string]string{
 				InputComponent: comp,
 				InputModule:    config.DefaultKubernetesModule,
 				InputVersion:   k.Version,
@@ -115,13 +119,13 @@ func New(cfg *config.Config, opts Options) (*Plan, error) {
 			}
 			g.add(s, true)
 		}
-		g.add(Step{ID: EtcdID(k.Etcd.Version), Kind: KindEtcd, Image: k.Etcd.Image, Inputs: map[string]string{
+		g.add(Step{ID: EtcdID(k.Etcd.Version), Kind: KindEtcd, Image: k.Etcd.Image, Published: true, Inputs: map[string]string{
 			InputModule: k.Etcd.Path, InputVersion: k.Etcd.Version,
 		}}, true)
-		g.add(Step{ID: CoreDNSID(k.CoreDNS.Version), Kind: KindCoreDNS, Image: k.CoreDNS.Image, Inputs: map[string]string{
+		g.add(Step{ID: CoreDNSID(k.CoreDNS.Version), Kind: KindCoreDNS, Image: k.CoreDNS.Image, Published: true, Inputs: map[string]string{
 			InputModule: k.CoreDNS.Path, InputVersion: k.CoreDNS.Version,
 		}}, true)
-		g.add(Step{ID: PauseID(k.Pause.Version), Kind: KindPause, Image: k.Pause.Image, Inputs: map[string]string{
+		g.add(Step{ID: PauseID(k.Pause.Version), Kind: KindPause, Image: k.Pause.Image, Published: true, Inputs: map[string]string{
 			InputVersion: k.Pause.Version, InputModule: config.DefaultKubernetesModule, InputSource: k.Pause.Source,
 		}}, false)
 	}
@@ -159,7 +163,7 @@ func New(cfg *config.Config, opts Options) (*Plan, error) {
 			}
 		}
 		slices.Sort(preload)
-		g.add(Step{ID: NodeID(k.Version), Kind: KindNode, Image: k.NodeImage, Deps: deps, Inputs: map[string]string{
+		g.add(Step{ID: NodeID(k.Version), Kind: KindNode, Image: k.NodeImage, Deps: deps, Target: true, Published: true, Inputs: map[string]string{
 			InputFrom:    b.Kind.BaseImage,
 			InputModule:  config.DefaultKubernetesModule,
 			InputVersion: k.Version,
@@ -167,25 +171,113 @@ func New(cfg *config.Config, opts Options) (*Plan, error) {
 		}}, true)
 	}
 
-	capi := func(id, image, module, pkg string) {
-		g.add(Step{ID: id, Kind: KindClusterAPI, Image: image, Inputs: map[string]string{
-			InputModule: module, InputVersion: b.ClusterAPI.Version, InputPackage: pkg,
-		}}, true)
+	if err := g.clusterAPI(cfg); err != nil {
+		return nil, err
 	}
-	imgs := b.ClusterAPI.Images
-	capi(IDCAPICore, imgs.Core, "sigs.k8s.io/cluster-api", "sigs.k8s.io/cluster-api/core")
-	capi(IDCAPIKubeadmBootstrap, imgs.KubeadmBootstrap, "sigs.k8s.io/cluster-api", "sigs.k8s.io/cluster-api/bootstrap/kubeadm")
-	capi(IDCAPIKubeadmControlPlane, imgs.KubeadmControlPlane, "sigs.k8s.io/cluster-api", "sigs.k8s.io/cluster-api/controlplane/kubeadm")
-	capi(IDCAPD, imgs.Docker, "sigs.k8s.io/cluster-api/test", "sigs.k8s.io/cluster-api/test/infrastructure/docker")
 
-	g.add(Step{ID: IDCertManagerSubstitute, Kind: KindCertManagerSubstitute, Image: b.CertManager.SubstituteImage, Inputs: map[string]string{
+	g.add(Step{ID: IDCertManagerSubstitute, Kind: KindCertManagerSubstitute, Image: b.CertManager.SubstituteImage, Target: true, Inputs: map[string]string{
 		InputCertManager: b.CertManager.String(),
 	}}, true)
+
+	for _, gi := range b.GoImages {
+		if err := g.goImage(gi, rootfsImage); err != nil {
+			return nil, err
+		}
+	}
 
 	if g.err != nil {
 		return nil, g.err
 	}
 	return FromSteps(g.list(), opts)
+}
+
+// clusterAPI adds the active built-in providers' managers: from the module
+// proxy at the release, or from the working tree in build.clusterAPI.source
+// (content-addressed on the packages each manager is built from).
+func (g *graph) clusterAPI(cfg *config.Config) error {
+	providers := cfg.ActiveBuiltinProviders()
+	src := cfg.Build.ClusterAPI.Source
+	hashes := map[string]SourceInfo{}
+	if src != "" {
+		if g.opts.SourceHashes == nil {
+			return errors.New("plan: build.clusterAPI.source is set but Options.SourceHashes is nil")
+		}
+		// One `go list` per module of the tree.
+		byDir := map[string][]string{}
+		for _, p := range providers {
+			dir := filepath.Join(src, p.TreeDir)
+			byDir[dir] = append(byDir[dir], p.Package)
+		}
+		for _, dir := range slices.Sorted(maps.Keys(byDir)) {
+			h, err := g.opts.SourceHashes(dir, byDir[dir], clusterAPITags(byDir[dir][0]))
+			if err != nil {
+				return fmt.Errorf("plan Cluster API from %s: %w", src, err)
+			}
+			maps.Copy(hashes, h)
+		}
+	}
+	for _, p := range providers {
+		s := Step{ID: p.StepID, Kind: KindClusterAPI, Image: p.Image, Target: true, Published: src == "", Inputs: map[string]string{
+			InputModule: p.Module, InputVersion: cfg.ClusterAPIVersion(), InputPackage: p.Package,
+		}}
+		if src != "" {
+			s.Dir = filepath.Join(src, p.TreeDir)
+			s.Inputs[InputSourceHash] = hashes[p.Package].Hash
+		}
+		g.add(s, true)
+	}
+	return nil
+}
+
+// clusterAPITags are the build tags of a Cluster API manager, as upstream's
+// Dockerfiles set them: fieldsv1string for the main module's three.
+func clusterAPITags(pkg string) []string {
+	if strings.HasPrefix(pkg, config.ClusterAPITestModule+"/") {
+		return nil
+	}
+	return []string{"fieldsv1string"}
+}
+
+// ClusterAPITags is clusterAPITags for builders.
+func ClusterAPITags(pkg string) []string { return clusterAPITags(pkg) }
+
+// goImage adds a build.goImages entry.
+func (g *graph) goImage(gi config.GoImage, rootfsImage map[string]string) error {
+	s := Step{ID: GoImageID(gi.Image), Kind: KindGoImage, Image: gi.Image, Target: true, Inputs: map[string]string{
+		InputPackage: gi.Package,
+		InputBinary:  gi.Binary,
+	}}
+	set := func(k, v string) {
+		if v != "" {
+			s.Inputs[k] = v
+		}
+	}
+	set(InputLDFlags, strings.Join(gi.LDFlags, "\n"))
+	set(InputTags, strings.Join(gi.Tags, " "))
+	set(InputUser, gi.User)
+	if gi.CGO {
+		s.Inputs[InputCGO] = "true"
+	}
+	if gi.Rootfs != "" {
+		s.Inputs[InputFrom] = rootfsImage[gi.Rootfs]
+		s.Deps = []string{RootfsID(gi.Rootfs)}
+	}
+	if gi.Dir != "" {
+		if g.opts.SourceHashes == nil {
+			return fmt.Errorf("plan %s: a local directory needs Options.SourceHashes", s.ID)
+		}
+		h, err := g.opts.SourceHashes(gi.Dir, []string{gi.Package}, gi.Tags)
+		if err != nil {
+			return fmt.Errorf("plan %s: %w", s.ID, err)
+		}
+		s.Dir = gi.Dir
+		s.Inputs[InputSourceHash] = h[gi.Package].Hash
+	} else {
+		s.Inputs[InputModule] = gi.Module
+		s.Inputs[InputVersion] = gi.Version
+	}
+	g.add(s, true)
+	return nil
 }
 
 // graph collects steps; a step added twice with the same content (a pause

@@ -77,6 +77,11 @@ const (
 	// KindCertManagerSubstitute is our stand-in for cert-manager's
 	// controllers, built from repository files. Inputs: cert-manager.
 	KindCertManagerSubstitute Kind = "cert-manager-substitute"
+	// KindGoImage is one Go binary in an image (build.goImages): a
+	// provider's manager. Inputs: module, version and package, or
+	// source-hash and package (a local directory, Step.Dir); ldflags,
+	// tags, cgo, binary, user, and from when on a rootfs.
+	KindGoImage Kind = "go-image"
 )
 
 // Input keys of Step.Inputs. Lists are space separated and sorted.
@@ -101,6 +106,12 @@ const (
 	InputSource      = "source"       // k8s.io/kubernetes version with pause.c
 	InputPreload     = "preload"      // images imported into a node image
 	InputCertManager = "cert-manager" // cert-manager module@version
+	InputSourceHash  = "source-hash"  // content hash of a local tree's sources (gobuild.SourceInfo)
+	InputLDFlags     = "ldflags"      // extra linker flags, newline separated
+	InputTags        = "tags"         // build tags, space separated
+	InputCGO         = "cgo"          // "true" when cgo is on
+	InputBinary      = "binary"       // path of the binary in the image
+	InputUser        = "user"         // user of the entrypoint
 )
 
 // Step is one image to build.
@@ -124,6 +135,20 @@ type Step struct {
 	// Hash is the step's content hash, set by the Plan; builders put it on
 	// the image as LabelInputsHash (see Labels).
 	Hash string
+
+	// Dir is the local directory a KindClusterAPI or KindGoImage step
+	// builds in, when it builds a working tree rather than a published
+	// module. It is not hashed: the tree's content is, as
+	// Inputs[InputSourceHash], so a tree moved elsewhere is not rebuilt.
+	Dir string
+	// Target marks an image the E2E uses itself (node images, the load
+	// balancer, controllers); the others are only built into targets. A
+	// run builds or pulls the targets, and whatever they need.
+	Target bool
+	// Published marks an image that is published under its reference
+	// (registry.k8s.io, kindest/..., docker.io), so a registry may serve
+	// it instead of a build.
+	Published bool
 }
 
 // Labels returns the labels a builder must put on the step's image.
@@ -152,6 +177,19 @@ type Options struct {
 	// Arch is the images' architecture; if unset, runtime.GOARCH (New
 	// only).
 	Arch string
+	// SourceHashes hashes what main packages in a local directory are
+	// built from (gobuild.Builder.SourceHashes), keyed by the packages as
+	// given. Required (New only) when the config builds from a working
+	// tree: build.clusterAPI.source or a build.goImages dir.
+	SourceHashes func(dir string, pkgs []string, tags []string) (map[string]SourceInfo, error)
+}
+
+// SourceInfo is what SourceHashes reports for one main package.
+type SourceInfo struct {
+	// ImportPath is the package's import path.
+	ImportPath string
+	// Hash is the content hash of everything it is built from.
+	Hash string
 }
 
 // FromSteps checks steps (unique IDs, known dependencies, no cycles), orders

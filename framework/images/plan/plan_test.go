@@ -409,3 +409,89 @@ func TestFromStepsOrderAndHash(t *testing.T) {
 		t.Error("FromSteps modified its argument")
 	}
 }
+
+// stubHashes answers SourceHashes from a table (package -> hash), and
+// records the directories asked.
+type stubHashes struct {
+	hashes map[string]string
+	dirs   []string
+}
+
+func (s *stubHashes) fn(dir string, pkgs, _ []string) (map[string]SourceInfo, error) {
+	s.dirs = append(s.dirs, dir)
+	out := map[string]SourceInfo{}
+	for _, p := range pkgs {
+		out[p] = SourceInfo{ImportPath: p, Hash: s.hashes[p]}
+	}
+	return out, nil
+}
+
+func TestClusterAPIFromATreeRebuildsOnlyWhatChanged(t *testing.T) {
+	tree := t.TempDir()
+	for _, f := range []string{"go.mod", "api/go.mod", "test/go.mod"} {
+		if err := os.MkdirAll(filepath.Join(tree, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tree, f), []byte("module x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tree, "metadata.yaml"), []byte("releaseSeries:\n- {major: 1, minor: 14}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(config.EnvClusterAPISource, tree)
+	c := loadConfig(t)
+	stub := &stubHashes{hashes: map[string]string{
+		"sigs.k8s.io/cluster-api/core":                       "h-core",
+		"sigs.k8s.io/cluster-api/bootstrap/kubeadm":          "h-bootstrap",
+		"sigs.k8s.io/cluster-api/controlplane/kubeadm":       "h-cp",
+		"sigs.k8s.io/cluster-api/test/infrastructure/docker": "h-capd",
+	}}
+	opts := testOpts
+	opts.SourceHashes = stub.fn
+	before := newPlan(t, c, opts)
+	if want := []string{tree, filepath.Join(tree, "test")}; !slices.Equal(stub.dirs, want) {
+		t.Errorf("hashed %v, want one go list per module %v", stub.dirs, want)
+	}
+	capd, _ := before.Step(IDCAPD)
+	if capd.Dir != filepath.Join(tree, "test") || capd.Image != "registry.k8s.io/cluster-api/capd-manager:dev" ||
+		capd.Inputs[InputVersion] != "v1.14.99" || capd.Inputs[InputSourceHash] != "h-capd" || capd.Published {
+		t.Errorf("%s = %+v", IDCAPD, capd)
+	}
+
+	// A change to CAPD's code: only its image is rebuilt.
+	stub.hashes["sigs.k8s.io/cluster-api/test/infrastructure/docker"] = "h-capd-2"
+	after := newPlan(t, c, opts)
+	if got := toBuild(t, after, engineWith(before)); !slices.Equal(got, []string{IDCAPD}) {
+		t.Errorf("after a CAPD change, build %v; want only %s", got, IDCAPD)
+	}
+	// Moving the tree changes nothing: its content is hashed, not its path.
+	c.Build.ClusterAPI.Source = tree + "/."
+	if got := toBuild(t, newPlan(t, c, opts), engineWith(after)); len(got) != 0 {
+		t.Errorf("the same tree elsewhere rebuilds %v", got)
+	}
+}
+
+func TestGoImages(t *testing.T) {
+	c := loadConfig(t)
+	dir := t.TempDir()
+	c.Build.GoImages = []config.GoImage{
+		{Image: "example.com/p/manager:dev", Dir: dir, Package: "./cmd/manager", Binary: "/manager", LDFlags: []string{"-X a.b=c", "-X d.e=f"}},
+		{Image: "example.com/p/agent:v1", Module: "example.com/p", Version: "v1.0.0", Package: "example.com/p/cmd/agent", Binary: "/agent", Rootfs: "net", User: "65532"},
+	}
+	stub := &stubHashes{hashes: map[string]string{"./cmd/manager": "h-manager"}}
+	opts := testOpts
+	opts.SourceHashes = stub.fn
+	p := newPlan(t, c, opts)
+	m, ok := p.Step(GoImageID("example.com/p/manager:dev"))
+	if !ok || m.Dir != dir || m.Inputs[InputSourceHash] != "h-manager" || m.Inputs[InputLDFlags] != "-X a.b=c\n-X d.e=f" || !m.Target {
+		t.Errorf("local go image = %+v", m)
+	}
+	a, _ := p.Step(GoImageID("example.com/p/agent:v1"))
+	if a.Inputs[InputModule] != "example.com/p" || a.Inputs[InputFrom] != "capd-e2e/debian-net:trixie" || !slices.Equal(a.Deps, []string{"rootfs/net"}) {
+		t.Errorf("module go image = %+v", a)
+	}
+	if _, err := New(c, testOpts); err == nil || !strings.Contains(err.Error(), "needs Options.SourceHashes") {
+		t.Errorf("New without SourceHashes = %v", err)
+	}
+}

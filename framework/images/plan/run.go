@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capd-e2e/capd-e2e/framework/config"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
 
@@ -46,6 +47,11 @@ type Decision struct {
 	Build bool
 	// Reason explains the decision, e.g. "not in the engine".
 	Reason string
+
+	// present and label say whether the engine has the image, and its
+	// inputs-hash label.
+	present bool
+	label   string
 }
 
 // Decide compares every step's hash with the LabelInputsHash label of its
@@ -64,6 +70,7 @@ func (p *Plan) Decide(ctx context.Context, images ImageInspector, rebuild ...str
 	for _, s := range p.steps {
 		d := Decision{Step: s.clone()}
 		img, err := images.InspectImage(ctx, s.Image)
+		d.present, d.label = err == nil, img.Labels[LabelInputsHash]
 		switch {
 		case errors.Is(err, runtime.ErrNotFound):
 			d.Build, d.Reason = true, "not in the engine"
@@ -101,17 +108,60 @@ type RunOptions struct {
 	Progress io.Writer
 	// Rebuild lists step IDs to build even when their image is up to date.
 	Rebuild []string
+	// Targets are the step IDs whose images are wanted. If empty, the
+	// steps marked Target, or every step when none is.
+	Targets []string
+	// Policy returns a step's source policy: config.PolicyBuild,
+	// PolicyPull or PolicyPullElseBuild. If nil, or Puller is nil, every
+	// image is built.
+	Policy func(Step) string
+	// Puller provides images from a registry.
+	Puller Puller
+	// Publisher, if set, receives every image of the run that is in the
+	// engine at its end (built, pulled or up to date).
+	Publisher Publisher
 }
 
-// Run decides what to build (see Decide) and builds it in plan order, one
-// step at a time (the machines have 2 cores, and every build is
-// CPU-bound). Up-to-date images are skipped.
+// Puller stores an image in the engine from a registry.
+type Puller interface {
+	// Pull stores ref, tagged ref, and returns the reference it was
+	// pulled as (ref itself, or its name in a mirror).
+	Pull(ctx context.Context, ref string) (source string, err error)
+}
+
+// Publisher pushes an image of the engine to a registry.
+type Publisher interface {
+	// Publish pushes ref and returns the reference it was pushed as.
+	Publish(ctx context.Context, ref string) (target string, err error)
+}
+
+// outcome is what a run did with a step.
+type outcome int
+
+const (
+	stateNotNeeded outcome = iota
+	stateUpToDate
+	statePulled
+	stateBuild
+	stateFailed
+)
+
+// Run provides the images of the targets and, for each one it builds,
+// what that build needs, and builds them in plan order, one step at a time
+// (the machines have 2 cores, and every build is CPU-bound).
 //
-// A failed step does not stop the run: steps that depend on it are skipped,
-// the others still build, and the returned error lists every failure. After
-// each build, Run checks the image carries the step's hash; a builder that
-// forgot the label would otherwise cause a rebuild on every run. Run stops
-// when ctx ends.
+// Targets are resolved first, top down: an image whose inputs-hash label
+// matches its step is up to date; otherwise, where the step's policy
+// allows, it is pulled (an image pulled with an inputs-hash label is used
+// only when the label is current; a published image has none). Only what
+// must be built has its dependencies resolved in turn, so a pulled node
+// image needs no Kubernetes binaries.
+//
+// A failed step does not stop the run: steps that depend on it are
+// skipped, the others still build, and the returned error lists every
+// failure. After each build, Run checks the image carries the step's hash;
+// a builder that forgot the label would otherwise cause a rebuild on every
+// run. Run stops when ctx ends.
 func Run(ctx context.Context, p *Plan, opts RunOptions) error {
 	if opts.Images == nil {
 		return errors.New("run plan: RunOptions.Images is nil")
@@ -124,13 +174,102 @@ func Run(ctx context.Context, p *Plan, opts RunOptions) error {
 	if err != nil {
 		return fmt.Errorf("run plan: %w", err)
 	}
-	var missing []string
-	toBuild := 0
-	for _, d := range decisions {
+	byID := map[string]*Decision{}
+	for i := range decisions {
+		byID[decisions[i].Step.ID] = &decisions[i]
+	}
+	targets := opts.Targets
+	if len(targets) == 0 {
+		for _, d := range decisions {
+			if d.Step.Target {
+				targets = append(targets, d.Step.ID)
+			}
+		}
+		if len(targets) == 0 {
+			for _, d := range decisions {
+				targets = append(targets, d.Step.ID)
+			}
+		}
+	}
+	for _, t := range targets {
+		if byID[t] == nil {
+			return fmt.Errorf("run plan: target %q: no such step", t)
+		}
+	}
+
+	start := time.Now()
+	n := len(decisions)
+	index := map[string]int{}
+	for i, d := range decisions {
+		index[d.Step.ID] = i + 1
+	}
+	prefix := func(s Step) string { return fmt.Sprintf("[%d/%d] %s", index[s.ID], n, s.ID) }
+	state := map[string]outcome{}
+	var errs []error
+
+	// Resolve top down: what is current, what can be pulled, what must be
+	// built (and then what it needs).
+	var resolve func(id string)
+	resolve = func(id string) {
+		if _, seen := state[id]; seen {
+			return
+		}
+		d := byID[id]
+		s := d.Step
 		if !d.Build {
+			state[id] = stateUpToDate
+			return
+		}
+		policy := config.PolicyBuild
+		if opts.Policy != nil && opts.Puller != nil && !slices.Contains(opts.Rebuild, id) {
+			policy = opts.Policy(s)
+		}
+		if policy != config.PolicyBuild {
+			if d.present && d.label == "" {
+				// Pulled earlier: a published image carries no label.
+				state[id] = stateUpToDate
+				d.Build, d.Reason = false, "pulled earlier (no "+LabelInputsHash+" label)"
+				return
+			}
+			t0 := time.Now()
+			from, err := opts.Puller.Pull(ctx, s.Image)
+			if err == nil {
+				if img, ierr := opts.Images.InspectImage(ctx, s.Image); ierr != nil {
+					err = ierr
+				} else if l := img.Labels[LabelInputsHash]; l != "" && l != s.Hash {
+					err = fmt.Errorf("%s is stale (its %s is %s, the plan's %s)", from, LabelInputsHash, short(l), short(s.Hash))
+				}
+			}
+			if err == nil {
+				state[id] = statePulled
+				d.Build, d.Reason = false, "pulled from "+from
+				fmt.Fprintf(out, "%s: pulled %s from %s in %s\n", prefix(s), s.Image, from, time.Since(t0).Round(100*time.Millisecond))
+				return
+			}
+			if policy == config.PolicyPull {
+				state[id] = stateFailed
+				errs = append(errs, fmt.Errorf("pull image %q (step %s, policy pull): %w", s.Image, id, err))
+				fmt.Fprintf(out, "%s: pull failed, not building (policy pull): %v\n", prefix(s), err)
+				return
+			}
+			fmt.Fprintf(out, "%s: not pulled (%v): building\n", prefix(s), err)
+		}
+		state[id] = stateBuild
+		for _, dep := range s.Deps {
+			resolve(dep)
+		}
+	}
+	for _, t := range targets {
+		resolve(t)
+	}
+
+	var missing []string
+	nBuild := 0
+	for _, d := range decisions {
+		if state[d.Step.ID] != stateBuild {
 			continue
 		}
-		toBuild++
+		nBuild++
 		if opts.Builders[d.Step.Kind] == nil && !slices.Contains(missing, string(d.Step.Kind)) {
 			missing = append(missing, string(d.Step.Kind))
 		}
@@ -138,32 +277,34 @@ func Run(ctx context.Context, p *Plan, opts RunOptions) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("run plan: no builder for kind %s", strings.Join(missing, ", "))
 	}
-	fmt.Fprintf(out, "images: %d to build, %d up to date\n", toBuild, len(decisions)-toBuild)
+	fmt.Fprintf(out, "images: %d to build\n", nBuild)
 
-	start := time.Now()
-	var errs []error
-	failed := map[string]bool{} // steps that failed or were skipped for it
 	built := 0
-	n := len(decisions)
-	for i, d := range decisions {
+	for _, d := range decisions {
 		s := d.Step
-		prefix := fmt.Sprintf("[%d/%d] %s", i+1, n, s.ID)
-		if !d.Build {
-			fmt.Fprintf(out, "%s: up to date (%s)\n", prefix, s.Image)
+		switch state[s.ID] {
+		case stateNotNeeded:
+			fmt.Fprintf(out, "%s: not needed (%s)\n", prefix(s), d.Reason)
+			continue
+		case stateUpToDate:
+			fmt.Fprintf(out, "%s: up to date (%s)\n", prefix(s), s.Image)
+			continue
+		case statePulled, stateFailed:
 			continue
 		}
 		if err := ctx.Err(); err != nil {
+			state[s.ID] = stateFailed
 			errs = append(errs, fmt.Errorf("build image %q (step %s): %w", s.Image, s.ID, err))
-			fmt.Fprintf(out, "%s: not started: %v\n", prefix, err)
-			break
-		}
-		if j := slices.IndexFunc(s.Deps, func(d string) bool { return failed[d] }); j >= 0 {
-			failed[s.ID] = true
-			errs = append(errs, fmt.Errorf("build image %q (step %s): skipped: dependency %s failed", s.Image, s.ID, s.Deps[j]))
-			fmt.Fprintf(out, "%s: skipped: dependency %s failed\n", prefix, s.Deps[j])
+			fmt.Fprintf(out, "%s: not started: %v\n", prefix(s), err)
 			continue
 		}
-		fmt.Fprintf(out, "%s: building %s (%s)\n", prefix, s.Image, d.Reason)
+		if j := slices.IndexFunc(s.Deps, func(d string) bool { return state[d] == stateFailed }); j >= 0 {
+			state[s.ID] = stateFailed
+			errs = append(errs, fmt.Errorf("build image %q (step %s): skipped: dependency %s failed", s.Image, s.ID, s.Deps[j]))
+			fmt.Fprintf(out, "%s: skipped: dependency %s failed\n", prefix(s), s.Deps[j])
+			continue
+		}
+		fmt.Fprintf(out, "%s: building %s (%s)\n", prefix(s), s.Image, d.Reason)
 		t0 := time.Now()
 		err := opts.Builders[s.Kind].Build(ctx, s.clone())
 		if err == nil {
@@ -171,16 +312,40 @@ func Run(ctx context.Context, p *Plan, opts RunOptions) error {
 		}
 		elapsed := time.Since(t0).Round(100 * time.Millisecond)
 		if err != nil {
-			failed[s.ID] = true
+			state[s.ID] = stateFailed
 			errs = append(errs, fmt.Errorf("build image %q (step %s): %w", s.Image, s.ID, err))
-			fmt.Fprintf(out, "%s: failed after %s: %v\n", prefix, elapsed, err)
+			fmt.Fprintf(out, "%s: failed after %s: %v\n", prefix(s), elapsed, err)
 			continue
 		}
 		built++
-		fmt.Fprintf(out, "%s: built in %s\n", prefix, elapsed)
+		fmt.Fprintf(out, "%s: built in %s\n", prefix(s), elapsed)
 	}
-	fmt.Fprintf(out, "images: %d built, %d up to date, %d failed or skipped, in %s\n",
-		built, n-toBuild, len(failed), time.Since(start).Round(100*time.Millisecond))
+
+	counts := map[outcome]int{}
+	for _, d := range decisions {
+		counts[state[d.Step.ID]]++
+	}
+	fmt.Fprintf(out, "images: %d built, %d pulled, %d up to date, %d not needed, %d failed or skipped, in %s\n",
+		built, counts[statePulled], counts[stateUpToDate], counts[stateNotNeeded], counts[stateFailed], time.Since(start).Round(100*time.Millisecond))
+
+	if opts.Publisher != nil && ctx.Err() == nil {
+		t0 := time.Now()
+		published := 0
+		for _, d := range decisions {
+			if st := state[d.Step.ID]; st == stateNotNeeded || st == stateFailed {
+				continue
+			}
+			to, err := opts.Publisher.Publish(ctx, d.Step.Image)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("publish image %q (step %s): %w", d.Step.Image, d.Step.ID, err))
+				fmt.Fprintf(out, "%s: publish failed: %v\n", prefix(d.Step), err)
+				continue
+			}
+			published++
+			fmt.Fprintf(out, "%s: published as %s\n", prefix(d.Step), to)
+		}
+		fmt.Fprintf(out, "images: %d published in %s\n", published, time.Since(t0).Round(100*time.Millisecond))
+	}
 	return errors.Join(errs...)
 }
 

@@ -69,13 +69,16 @@ func TestRunBuildsWhatChangedThenNothing(t *testing.T) {
 		t.Errorf("built %v, want %v", rec.built, want)
 	}
 	log := out.String()
+	// The other targets are current; of node/v1.37.2's dependencies only
+	// the new etcd is built; node/v1.36.3's are not needed.
 	for _, re := range []string{
-		`(?m)^images: 2 to build, 24 up to date$`,
+		`(?m)^images: 2 to build$`,
 		`(?m)^\[\d+/26\] etcd/v3\.7\.1: building registry\.k8s\.io/etcd:3\.7\.1-0 \(not in the engine\)$`,
 		`(?m)^\[\d+/26\] node/v1\.37\.2: building kindest/node:v1\.37\.2 \(inputs changed \(image [0-9a-f]{12}, plan [0-9a-f]{12}\)\)$`,
 		`(?m)^\[\d+/26\] node/v1\.37\.2: built in \d+(\.\d)?m?s$`,
 		`(?m)^\[1/26\] \S+: up to date \(\S+\)$`,
-		`(?m)^images: 2 built, 24 up to date, 0 failed or skipped, in \S+$`,
+		`(?m)^\[\d+/26\] kube-apiserver/v1\.36\.3: not needed \(up to date\)$`,
+		`(?m)^images: 2 built, 0 pulled, 15 up to date, 9 not needed, 0 failed or skipped, in \S+$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(log) {
 			t.Errorf("progress lacks %s:\n%s", re, log)
@@ -88,8 +91,119 @@ func TestRunBuildsWhatChangedThenNothing(t *testing.T) {
 	if err := Run(context.Background(), p, RunOptions{Images: engine, Builders: allKinds(rec), Progress: &out}); err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.built) != 0 || !strings.Contains(out.String(), "images: 0 to build, 26 up to date") {
+	if len(rec.built) != 0 || !strings.Contains(out.String(), "images: 0 built, 0 pulled, 8 up to date, 18 not needed") {
 		t.Errorf("second run built %v:\n%s", rec.built, out.String())
+	}
+}
+
+func TestRunBuildsOnlyWhatTargetsNeed(t *testing.T) {
+	p := newPlan(t, loadConfig(t), testOpts)
+	engine := engineWith(p)
+	// An intermediate image gone while its dependents are current: not
+	// rebuilt, nothing needs it.
+	if err := engine.RemoveImage(context.Background(), "registry.k8s.io/kube-apiserver:v1.36.3"); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{engine: engine, label: true}
+	if err := Run(context.Background(), p, RunOptions{Images: engine, Builders: allKinds(rec)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.built) != 0 {
+		t.Errorf("built %v, want nothing", rec.built)
+	}
+	// Asked for by name, it is built.
+	if err := Run(context.Background(), p, RunOptions{Images: engine, Builders: allKinds(rec), Targets: []string{"kube-apiserver/v1.36.3"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rec.built, []string{"kube-apiserver/v1.36.3"}) {
+		t.Errorf("built %v, want kube-apiserver/v1.36.3", rec.built)
+	}
+	if err := Run(context.Background(), p, RunOptions{Images: engine, Targets: []string{"nope"}}); err == nil || !strings.Contains(err.Error(), `target "nope": no such step`) {
+		t.Errorf("Run with an unknown target = %v", err)
+	}
+}
+
+// registry is a Puller and Publisher over a fake engine's registry, the
+// way package registry's are over a real one.
+type registry struct{ engine *fake.Runtime }
+
+func (r registry) Pull(ctx context.Context, ref string) (string, error) {
+	return "mirror/" + ref, r.engine.PullImage(ctx, ref)
+}
+
+func (r registry) Publish(ctx context.Context, ref string) (string, error) {
+	return "mirror/" + ref, r.engine.PushImage(ctx, ref)
+}
+
+func TestRunPullsWhatThePolicyAllows(t *testing.T) {
+	p := newPlan(t, loadConfig(t), testOpts)
+	engine := fake.New()
+	// The registry has the published node images (without our label, as
+	// kind publishes them) and a stale build of the CAPD manager (a CI
+	// cache filled by an older plan).
+	for _, ref := range []string{"kindest/node:v1.36.3", "kindest/node:v1.37.2"} {
+		engine.AddRegistryImage(ref, runtime.Image{ID: "sha256:published-" + ref})
+	}
+	engine.AddRegistryImage("registry.k8s.io/cluster-api/capd-manager:v1.14.2",
+		runtime.Image{Labels: map[string]string{LabelInputsHash: "0123456789abcdef"}})
+	rec := &recorder{engine: engine, label: true}
+	policy := func(s Step) string {
+		if s.Published {
+			return config.PolicyPullElseBuild
+		}
+		return config.PolicyBuild
+	}
+	var out bytes.Buffer
+	err := Run(context.Background(), p, RunOptions{Images: engine, Builders: allKinds(rec), Progress: &out,
+		Puller: registry{engine}, Policy: policy, Publisher: registry{engine}})
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, out.String())
+	}
+	// Pulled node images need no Kubernetes build at all; the stale CAPD
+	// manager is built; unpublished targets are built.
+	for _, id := range []string{"node/v1.36.3", "node/v1.37.2", "kube-apiserver/v1.36.3", "etcd/v3.6.8", "kind-base", "rootfs/node"} {
+		if slices.Contains(rec.built, id) {
+			t.Errorf("%s was built; the node images were pulled", id)
+		}
+	}
+	for _, id := range []string{IDCAPD, IDCertManagerSubstitute, "haproxy", "rootfs/haproxy"} {
+		if !slices.Contains(rec.built, id) {
+			t.Errorf("%s was not built (built %v)", id, rec.built)
+		}
+	}
+	for _, re := range []string{
+		`(?m)^\[\d+/26\] node/v1\.36\.3: pulled kindest/node:v1\.36\.3 from mirror/kindest/node:v1\.36\.3 in \S+$`,
+		`(?m)^\[\d+/26\] cluster-api/docker: not pulled \(mirror/registry\.k8s\.io/cluster-api/capd-manager:v1\.14\.2 is stale \(its e2e\.capd\.x-k8s\.io/inputs-hash is 0123456789ab, the plan's [0-9a-f]{12}\)\): building$`,
+		`(?m)^\[\d+/26\] haproxy: not pulled \(pull image "kindest/haproxy:v20230606-42a2262b": manifest unknown: not found\): building$`,
+		`(?m)^images: \d+ built, 2 pulled, 0 up to date, \d+ not needed, 0 failed or skipped, in \S+$`,
+		`(?m)^\[\d+/26\] cert-manager-substitute: published as mirror/capd-e2e/cert-manager-substitute:v1\.21\.2$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out.String()) {
+			t.Errorf("progress lacks %s:\n%s", re, out.String())
+		}
+	}
+	if got := engine.RegistryImages(); !slices.Contains(got, "capd-e2e/cert-manager-substitute:v1.21.2") || slices.Contains(got, "registry.k8s.io/kube-apiserver:v1.36.3") {
+		t.Errorf("published %v: want what the run provided, not what it did not need", got)
+	}
+
+	// A second run finds the pulled images current (they carry no label:
+	// published images never do) and builds nothing.
+	rec.built = nil
+	if err := Run(context.Background(), p, RunOptions{Images: engine, Builders: allKinds(rec), Puller: registry{engine}, Policy: policy}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.built) != 0 {
+		t.Errorf("second run built %v", rec.built)
+	}
+
+	// Policy pull fails when the registry has no such image, and builds
+	// nothing for it.
+	engine = fake.New()
+	rec = &recorder{engine: engine, label: true}
+	pull := func(Step) string { return config.PolicyPull }
+	err = Run(context.Background(), p, RunOptions{Images: engine, Builders: allKinds(rec), Puller: registry{engine}, Policy: pull, Targets: []string{"haproxy"}})
+	if err == nil || !strings.Contains(err.Error(), `pull image "kindest/haproxy:v20230606-42a2262b" (step haproxy, policy pull)`) || len(rec.built) != 0 {
+		t.Errorf("Run with policy pull and an empty registry = %v, built %v", err, rec.built)
 	}
 }
 
@@ -133,7 +247,7 @@ func TestRunFailureSkipsDependents(t *testing.T) {
 	if !slices.Contains(rec.built, "node/v1.36.3") || !slices.Contains(rec.built, IDCertManagerSubstitute) {
 		t.Errorf("independent steps were not built: %v", rec.built)
 	}
-	if !strings.Contains(out.String(), "etcd/v3.7.0: failed after") || !strings.Contains(out.String(), "2 failed or skipped") {
+	if !strings.Contains(out.String(), "etcd/v3.7.0: failed after") || !strings.Contains(out.String(), ", 2 failed or skipped") {
 		t.Errorf("progress:\n%s", out.String())
 	}
 }

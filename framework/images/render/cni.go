@@ -75,23 +75,12 @@ var shellBraces = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}([^A-Za-z0-9
 
 func escapeDollar(s string) []byte { return bytes.ReplaceAll([]byte(s), []byte("$"), []byte("$$")) }
 
-// KubeRouterManifestPath returns where the workload clusters' CNI manifest
-// goes: the config variable CNI (resolved against the config's directory)
-// when set, else cni/kube-router.yaml under build.outputDir.
-func KubeRouterManifestPath(cfg *config.Config) string {
-	if v, ok := cfg.LookupVariable("CNI"); ok && v != "" {
-		return cfg.ResolvePath(v)
-	}
-	return filepath.Join(cfg.OutputDir(), "cni", "kube-router.yaml")
-}
-
 // WriteKubeRouterManifest renders KubeRouterManifest for cfg and writes it
-// to KubeRouterManifestPath, returning the path.
-func (r *Renderer) WriteKubeRouterManifest(ctx context.Context, cfg *config.Config) (string, error) {
+// to path.
+func (r *Renderer) WriteKubeRouterManifest(ctx context.Context, cfg *config.Config, path string) error {
 	out, err := r.KubeRouterManifest(ctx, cfg.Build.KubeRouter)
 	if err != nil {
-		return "", err
+		return err
 	}
-	path := KubeRouterManifestPath(cfg)
-	return path, writeFile(path, out)
+	return writeFile(path, out)
 }

@@ -1,8 +1,10 @@
-// Package render writes the files `make images` renders rather than builds:
-// the four Cluster API providers' components YAML (kustomize on the
-// providers' config/default in the module cache, with the controller images
-// rewritten to the locally built ones), their clusterctl metadata.yaml, and
-// the kube-router CNI manifest.
+// Package render writes the files the harness renders rather than builds:
+// the built-in Cluster API providers' components YAML (kustomize on the
+// providers' config/default, from the release in the module cache or from a
+// working tree, with the controller images rewritten to the locally built
+// ones), their clusterctl metadata.yaml, and the kube-router CNI manifest.
+// The suite setup renders them into its artifacts folder; node images embed
+// the CNI manifest.
 //
 // The kustomize binary is compiled from its module with package gobuild:
 // kustomize's library would pull newer versions of k8s.io/kube-openapi and
@@ -39,115 +41,75 @@ type Renderer struct {
 // API's kustomizations (each gets the tag "main").
 const StagingImagePrefix = "gcr.io/k8s-staging-cluster-api/"
 
-// Provider is one Cluster API provider to render.
-type Provider struct {
-	// Type is the clusterctl provider type (config.CoreProvider, ...) and
-	// Name its clusterctl name; together they select the entry of
-	// config.Providers to write.
-	Type, Name string
-	// Module holds the kustomization at Dir (relative to the module root).
-	Module, Dir string
-	// StagingName is the image name in the kustomization
-	// (StagingImagePrefix + StagingName + ":main").
-	StagingName string
-	// Image is the locally built image that replaces it.
-	Image string
-}
-
-// ClusterAPIProviders returns the four providers of cfg's Cluster API
-// release: core, kubeadm bootstrap, kubeadm control plane and CAPD.
-func ClusterAPIProviders(cfg *config.Config) []Provider {
-	imgs := cfg.Build.ClusterAPI.Images
-	const capi = "sigs.k8s.io/cluster-api"
-	return []Provider{
-		{config.CoreProvider, "cluster-api", capi, "core/config/default", "cluster-api-controller", imgs.Core},
-		{config.BootstrapProvider, "kubeadm", capi, "bootstrap/kubeadm/config/default", "kubeadm-bootstrap-controller", imgs.KubeadmBootstrap},
-		{config.ControlPlaneProvider, "kubeadm", capi, "controlplane/kubeadm/config/default", "kubeadm-control-plane-controller", imgs.KubeadmControlPlane},
-		{config.InfrastructureProvider, "docker", capi + "/test", "infrastructure/docker/config/default", "capd-manager", imgs.Docker},
+// Components renders the components YAML of every active built-in
+// provider of cfg (config.ActiveBuiltinProviders) into dir, laid out as
+// config.RenderedComponents says, with the release's metadata.yaml beside
+// each. The kustomizations come from the Cluster API release in the module
+// cache or, with build.clusterAPI.source, from the working tree (which is
+// only read). The controller images are rewritten to the ones the harness
+// builds. It returns the paths written.
+func (r *Renderer) Components(ctx context.Context, cfg *config.Config, dir string) ([]string, error) {
+	providers := cfg.ActiveBuiltinProviders()
+	if len(providers) == 0 {
+		return nil, nil
 	}
-}
-
-// Components renders the components YAML of every provider into the file
-// the config's provider entry for the Cluster API version names (its
-// "value"), and the release's metadata.yaml (from the root of
-// sigs.k8s.io/cluster-api, which clusterctl's release assets use for all
-// four providers) into that entry's file named metadata.yaml. It returns the
-// paths written.
-func (r *Renderer) Components(ctx context.Context, cfg *config.Config) ([]string, error) {
-	version := cfg.Build.ClusterAPI.Version
-	kustomize, err := r.kustomize(ctx, cfg.Build.Kustomize)
+	kustomize, err := r.Kustomize(ctx, cfg.Build.Kustomize)
 	if err != nil {
 		return nil, err
 	}
-	capiInfo, err := r.Go.Download(ctx, module.Version{Path: "sigs.k8s.io/cluster-api", Version: version})
+	// moduleDir returns where a provider's module is: in the tree, or in
+	// the module cache.
+	tree := cfg.Build.ClusterAPI.Source
+	moduleDir := func(mod, treeDir string) (string, error) {
+		if tree != "" {
+			return filepath.Join(tree, treeDir), nil
+		}
+		info, err := r.Go.Download(ctx, module.Version{Path: mod, Version: cfg.ClusterAPIVersion()})
+		if err != nil {
+			return "", err
+		}
+		return info.Dir, nil
+	}
+	root, err := moduleDir(config.ClusterAPIModule, "")
 	if err != nil {
 		return nil, err
 	}
-	metadata, err := os.ReadFile(filepath.Join(capiInfo.Dir, "metadata.yaml"))
+	metadata, err := os.ReadFile(filepath.Join(root, "metadata.yaml"))
 	if err != nil {
 		return nil, fmt.Errorf("render metadata.yaml: %w", err)
 	}
 	var written []string
-	for _, p := range ClusterAPIProviders(cfg) {
-		pv, err := providerVersion(cfg, p.Type, p.Name, version)
-		if err != nil {
-			return written, err
-		}
-		info, err := r.Go.Download(ctx, module.Version{Path: p.Module, Version: version})
+	for _, p := range providers {
+		mdir, err := moduleDir(p.Module, p.TreeDir)
 		if err != nil {
 			return written, err
 		}
 		// An absolute path: kustomize reads a relative one that starts with
 		// a module directory name ("cluster-api@v1.14.2/...") as a git URL.
-		dir := filepath.Join(info.Dir, filepath.FromSlash(p.Dir))
-		out, err := runKustomize(ctx, kustomize, dir)
+		kdir := filepath.Join(mdir, filepath.FromSlash(p.Kustomization))
+		out, err := runKustomize(ctx, kustomize, kdir)
 		if err != nil {
 			return written, fmt.Errorf("render components of %s %s: %w", p.Type, p.Name, err)
 		}
 		out, err = RewriteComponents(out, map[string]string{p.StagingName: p.Image})
 		if err != nil {
-			return written, fmt.Errorf("render components of %s %s: %w", p.Type, p.Name, err)
+			return written, fmt.Errorf("render components of %s %s from %s: %w", p.Type, p.Name, kdir, err)
 		}
-		target := cfg.ResolvePath(pv.Value)
-		if err := writeFile(target, out); err != nil {
+		components, md := cfg.RenderedComponents(dir, p)
+		if err := writeFile(components, out); err != nil {
 			return written, err
 		}
-		written = append(written, target)
-		for _, f := range pv.Files {
-			if filepath.Base(f.SourcePath) != "metadata.yaml" {
-				continue // cluster templates are rendered elsewhere
-			}
-			target := cfg.ResolvePath(f.SourcePath)
-			if err := writeFile(target, metadata); err != nil {
-				return written, err
-			}
-			written = append(written, target)
+		if err := writeFile(md, metadata); err != nil {
+			return written, err
 		}
+		written = append(written, components, md)
 	}
 	return written, nil
 }
 
-// providerVersion finds the config entry of a provider version.
-func providerVersion(cfg *config.Config, typ, name, version string) (config.ProviderVersion, error) {
-	for _, p := range cfg.Providers {
-		if p.Type != typ || p.Name != name {
-			continue
-		}
-		for _, v := range p.Versions {
-			if v.Name == version {
-				if v.Type != "" && v.Type != config.URLSource {
-					return v, fmt.Errorf("providers: %s %s %s: type is %q, want %q (a rendered file)", typ, name, version, v.Type, config.URLSource)
-				}
-				return v, nil
-			}
-		}
-		return config.ProviderVersion{}, fmt.Errorf("providers: %s %s has no version %s (build.clusterAPI.version)", typ, name, version)
-	}
-	return config.ProviderVersion{}, fmt.Errorf("providers: no %s named %s", typ, name)
-}
-
-// kustomize builds the kustomize binary and returns its path.
-func (r *Renderer) kustomize(ctx context.Context, m config.Module) (string, error) {
+// Kustomize builds the kustomize binary (cached, see gobuild) and returns
+// its path.
+func (r *Renderer) Kustomize(ctx context.Context, m config.Module) (string, error) {
 	path := m.Path
 	if path == "" {
 		path = "sigs.k8s.io/kustomize/kustomize/v5"

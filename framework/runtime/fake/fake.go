@@ -52,6 +52,8 @@ type Runtime struct {
 	mu         sync.Mutex
 	containers map[string]*Container // by name
 	images     map[string]runtime.Image
+	registry   map[string]runtime.Image
+	pullErrs   map[string]error
 	networks   map[string]runtime.Network
 	volumes    map[string]runtime.Volume
 	calls      []Call
@@ -68,6 +70,8 @@ func New() *Runtime {
 	return &Runtime{
 		containers: map[string]*Container{},
 		images:     map[string]runtime.Image{},
+		registry:   map[string]runtime.Image{},
+		pullErrs:   map[string]error{},
 		networks:   map[string]runtime.Network{},
 		volumes:    map[string]runtime.Volume{},
 		InfoResult: runtime.EngineInfo{Endpoint: "fake://", Name: "fake", Version: "0.0.0", APIVersion: "1.41"},
@@ -112,6 +116,30 @@ func (f *Runtime) AddImage(img runtime.Image) {
 	for _, t := range img.RepoTags {
 		f.images[t] = img
 	}
+}
+
+// AddRegistryImage puts an image into the fake's registry under ref, for
+// PullImage to find.
+func (f *Runtime) AddRegistryImage(ref string, img runtime.Image) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.registry[ref] = img
+}
+
+// RegistryImages returns the references in the fake's registry (those
+// added and those pushed), sorted.
+func (f *Runtime) RegistryImages() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Sorted(maps.Keys(f.registry))
+}
+
+// SetPullError makes PullImage of references starting with prefix fail
+// with err (e.g. a registry host that cannot be reached).
+func (f *Runtime) SetPullError(prefix string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pullErrs[prefix] = err
 }
 
 // Calls returns a copy of the calls made so far.
@@ -560,6 +588,47 @@ func (f *Runtime) RemoveImage(_ context.Context, ref string) error {
 		return err
 	}
 	delete(f.images, ref)
+	return nil
+}
+
+// PullImage implements runtime.Images: it copies the image from the
+// fake's registry, tagged ref.
+func (f *Runtime) PullImage(_ context.Context, ref string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("PullImage", ref); err != nil {
+		return err
+	}
+	for prefix, err := range f.pullErrs {
+		if strings.HasPrefix(ref, prefix) {
+			return fmt.Errorf("pull image %q: %w", ref, err)
+		}
+	}
+	img, ok := f.registry[ref]
+	if !ok {
+		return fmt.Errorf("pull image %q: manifest unknown: %w", ref, runtime.ErrNotFound)
+	}
+	img.RepoTags = []string{ref}
+	if img.ID == "" {
+		img.ID = "sha256:pulled-" + ref
+	}
+	f.images[ref] = img
+	return nil
+}
+
+// PushImage implements runtime.Images: it copies the image into the fake's
+// registry.
+func (f *Runtime) PushImage(_ context.Context, ref string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("PushImage", ref); err != nil {
+		return err
+	}
+	img, ok := f.images[ref]
+	if !ok {
+		return fmt.Errorf("push image %q: %w", ref, runtime.ErrNotFound)
+	}
+	f.registry[ref] = img
 	return nil
 }
 

@@ -93,3 +93,46 @@ func (r *Runtime) RemoveImage(ctx context.Context, ref string) error {
 	}
 	return nil
 }
+
+// anonymous is the X-Registry-Auth of an anonymous request: an empty
+// AuthConfig, "{}" base64-encoded, which every engine version accepts.
+const anonymous = "e30="
+
+// PullImage implements runtime.Images. A registry's "not found" comes back
+// in the progress stream as a message, not as a status, so it is
+// classified from the message.
+func (r *Runtime) PullImage(ctx context.Context, ref string) error {
+	res, err := r.c.ImagePull(ctx, ref, client.ImagePullOptions{RegistryAuth: anonymous})
+	if err != nil {
+		return r.wrap(err, "pull image %q", ref)
+	}
+	defer res.Close()
+	if err := streamError(res, fmt.Sprintf("pull image %q", ref)); err != nil {
+		if isManifestUnknown(err.Error()) {
+			return fmt.Errorf("%w: %w", runtime.ErrNotFound, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// isManifestUnknown reports a registry's answer that it has no such
+// repository or tag (distribution's error codes, as engines relay them).
+func isManifestUnknown(msg string) bool {
+	for _, s := range []string{"manifest unknown", "not found", "name unknown", "repository does not exist"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// PushImage implements runtime.Images.
+func (r *Runtime) PushImage(ctx context.Context, ref string) error {
+	res, err := r.c.ImagePush(ctx, ref, client.ImagePushOptions{RegistryAuth: anonymous})
+	if err != nil {
+		return r.wrap(err, "push image %q", ref)
+	}
+	defer res.Close()
+	return streamError(res, fmt.Sprintf("push image %q", ref))
+}

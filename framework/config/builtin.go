@@ -1,0 +1,282 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// ClusterAPIModule is the module of Cluster API's core, kubeadm bootstrap
+// and kubeadm control plane managers; CAPD is in its test module.
+const (
+	ClusterAPIModule     = "sigs.k8s.io/cluster-api"
+	ClusterAPITestModule = "sigs.k8s.io/cluster-api/test"
+)
+
+// BuiltinContract is the Cluster API contract of the built-in providers
+// (Cluster API v1.14's).
+const BuiltinContract = "v1beta2"
+
+// DevTag is the tag of controller images built from a working tree, as
+// upstream's `make docker-build-e2e` tags them.
+const DevTag = "dev"
+
+// BuiltinProvider is a provider the harness builds and installs itself:
+// Cluster API's core, kubeadm bootstrap and control plane, and CAPD.
+type BuiltinProvider struct {
+	// Type and Name are clusterctl's (CoreProvider, cluster-api, ...).
+	Type, Name string
+	// Label is clusterctl's folder name in a local repository
+	// (cluster-api, bootstrap-kubeadm, control-plane-kubeadm,
+	// infrastructure-docker) and ComponentsFile its components file name.
+	Label, ComponentsFile string
+	// Module is the module holding the manager in a release, and TreeDir
+	// that module's directory in a cluster-api working tree ("" or
+	// "test").
+	Module, TreeDir string
+	// Package is the manager's main package.
+	Package string
+	// Kustomization is the components' kustomization root, relative to
+	// Module's root.
+	Kustomization string
+	// StagingName is the image name the kustomization uses
+	// ("gcr.io/k8s-staging-cluster-api/<StagingName>:main").
+	StagingName string
+	// Image is the reference the manager is built as (the configured one,
+	// with the tag "dev" when built from a working tree).
+	Image string
+	// StepID is the `make images` step that builds Image.
+	StepID string
+	// Templates is true for CAPD: the harness's cluster templates (data/)
+	// are its files.
+	Templates bool
+}
+
+// Step IDs of the built-in providers' images.
+const (
+	StepCAPICore                = "cluster-api/core"
+	StepCAPIKubeadmBootstrap    = "cluster-api/kubeadm-bootstrap"
+	StepCAPIKubeadmControlPlane = "cluster-api/kubeadm-control-plane"
+	StepCAPD                    = "cluster-api/docker"
+)
+
+// BuiltinProviders returns the four built-in providers, in clusterctl's
+// order.
+func (c *Config) BuiltinProviders() []BuiltinProvider {
+	imgs := c.Build.ClusterAPI.Images
+	img := func(ref string) string {
+		if c.Build.ClusterAPI.Source == "" {
+			return ref
+		}
+		return WithTag(ref, DevTag)
+	}
+	return []BuiltinProvider{
+		{CoreProvider, "cluster-api", "cluster-api", "core-components.yaml", ClusterAPIModule, "",
+			ClusterAPIModule + "/core", "core/config/default", "cluster-api-controller", img(imgs.Core), StepCAPICore, false},
+		{BootstrapProvider, "kubeadm", "bootstrap-kubeadm", "bootstrap-components.yaml", ClusterAPIModule, "",
+			ClusterAPIModule + "/bootstrap/kubeadm", "bootstrap/kubeadm/config/default", "kubeadm-bootstrap-controller", img(imgs.KubeadmBootstrap), StepCAPIKubeadmBootstrap, false},
+		{ControlPlaneProvider, "kubeadm", "control-plane-kubeadm", "control-plane-components.yaml", ClusterAPIModule, "",
+			ClusterAPIModule + "/controlplane/kubeadm", "controlplane/kubeadm/config/default", "kubeadm-control-plane-controller", img(imgs.KubeadmControlPlane), StepCAPIKubeadmControlPlane, false},
+		{InfrastructureProvider, "docker", "infrastructure-docker", "infrastructure-components.yaml", ClusterAPITestModule, "test",
+			ClusterAPITestModule + "/infrastructure/docker", "infrastructure/docker/config/default", "capd-manager", img(imgs.Docker), StepCAPD, true},
+	}
+}
+
+// ActiveBuiltinProviders returns the built-in providers the config does
+// not replace (see Config.Providers).
+func (c *Config) ActiveBuiltinProviders() []BuiltinProvider {
+	var out []BuiltinProvider
+	for _, b := range c.BuiltinProviders() {
+		replaced := slices.ContainsFunc(c.Providers, func(p Provider) bool {
+			if b.Type == InfrastructureProvider {
+				return p.Type == InfrastructureProvider
+			}
+			return p.Type == b.Type && p.Name == b.Name
+		})
+		if !replaced {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// ClusterAPIVersion returns the version of the built-in providers: the
+// configured release, or the version derived from the working tree when
+// build.clusterAPI.source is set.
+func (c *Config) ClusterAPIVersion() string {
+	if c.Build.ClusterAPI.Source != "" {
+		return c.Build.ClusterAPI.sourceVersion
+	}
+	return c.Build.ClusterAPI.Version
+}
+
+// ManagementImages returns every image the management cluster needs: the
+// active built-in providers' managers, the cert-manager substitute, and
+// the config's Images (in that order, without duplicates).
+func (c *Config) ManagementImages() []Image {
+	var out []Image
+	add := func(img Image) {
+		if i := slices.IndexFunc(out, func(o Image) bool { return o.Name == img.Name }); i >= 0 {
+			out[i] = img
+			return
+		}
+		out = append(out, img)
+	}
+	for _, b := range c.ActiveBuiltinProviders() {
+		add(Image{Name: b.Image, LoadBehavior: MustLoad})
+	}
+	add(Image{Name: c.Build.CertManager.SubstituteImage, LoadBehavior: MustLoad})
+	for _, img := range c.Images {
+		add(img)
+	}
+	return out
+}
+
+// RenderedComponents says where a built-in provider's rendered
+// components file is, in a folder laid out as a clusterctl local
+// repository: <dir>/<label>/<version>/<components file>, with
+// metadata.yaml beside it.
+func (c *Config) RenderedComponents(dir string, b BuiltinProvider) (components, metadata string) {
+	d := filepath.Join(dir, b.Label, c.ClusterAPIVersion())
+	return filepath.Join(d, b.ComponentsFile), filepath.Join(d, "metadata.yaml")
+}
+
+// RepositoryProviders returns every provider of the local clusterctl
+// repository: the active built-in providers, whose components were
+// rendered into renderDir (see RenderedComponents), followed by the
+// config's own providers. A declared provider replacing the built-in CAPD
+// keeps the harness's cluster templates it does not list itself.
+func (c *Config) RepositoryProviders(renderDir string) ([]Provider, error) {
+	templates, err := c.harnessTemplates()
+	if err != nil {
+		return nil, err
+	}
+	var out []Provider
+	for _, b := range c.ActiveBuiltinProviders() {
+		components, metadata := c.RenderedComponents(renderDir, b)
+		v := ProviderVersion{Name: c.ClusterAPIVersion(), Value: components, Type: URLSource, Contract: BuiltinContract,
+			Files: []File{{SourcePath: metadata, TargetName: "metadata.yaml"}}}
+		if b.Templates {
+			v.Files = append(v.Files, templates...)
+		}
+		out = append(out, Provider{Name: b.Name, Type: b.Type, Versions: []ProviderVersion{v}})
+	}
+	for _, p := range c.Providers {
+		p = p.deepCopy()
+		if p.Type == InfrastructureProvider && p.Name == "docker" {
+			for i := range p.Versions {
+				v := &p.Versions[i]
+				for _, t := range templates {
+					if !slices.ContainsFunc(v.Files, func(f File) bool { return f.TargetName == t.TargetName }) &&
+						!slices.ContainsFunc(p.Files, func(f File) bool { return f.TargetName == t.TargetName }) {
+						v.Files = append(v.Files, t)
+					}
+				}
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// harnessTemplates lists the harness's cluster templates,
+// data/cluster-template*.yaml.
+func (c *Config) harnessTemplates() ([]File, error) {
+	matches, err := filepath.Glob(filepath.Join(c.harnessRoot, "data", "cluster-template*.yaml"))
+	if err != nil || len(matches) == 0 {
+		return nil, fmt.Errorf("no cluster templates in %s: %v", filepath.Join(c.harnessRoot, "data"), err)
+	}
+	slices.Sort(matches)
+	out := make([]File, len(matches))
+	for i, m := range matches {
+		out[i] = File{SourcePath: m, TargetName: filepath.Base(m)}
+	}
+	return out, nil
+}
+
+func (p Provider) deepCopy() Provider {
+	p.Files = slices.Clone(p.Files)
+	p.Versions = slices.Clone(p.Versions)
+	for i := range p.Versions {
+		p.Versions[i].Files = slices.Clone(p.Versions[i].Files)
+		p.Versions[i].Replacements = slices.Clone(p.Versions[i].Replacements)
+	}
+	return p
+}
+
+// resolveClusterAPISource derives the version of a Cluster API working
+// tree from its metadata.yaml, as upstream names a tree's version: the
+// highest release series with patch 99 (v1.14.99).
+func (c *Config) resolveClusterAPISource(e *errs) {
+	src := c.Build.ClusterAPI.Source
+	if src == "" {
+		return
+	}
+	field := "build.clusterAPI.source"
+	if c.isOverridden(EnvClusterAPISource) {
+		field += " (" + EnvClusterAPISource + ")"
+	}
+	for _, m := range []string{"go.mod", "api/go.mod", "test/go.mod", "metadata.yaml"} {
+		if _, err := os.Stat(filepath.Join(src, m)); err != nil {
+			e.add(field, "%q is not a cluster-api working tree: %v", src, err)
+			return
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(src, "metadata.yaml"))
+	if err != nil {
+		e.add(field, "%v", err)
+		return
+	}
+	var md struct {
+		ReleaseSeries []struct {
+			Major, Minor int
+		} `json:"releaseSeries"`
+	}
+	if err := yaml.Unmarshal(data, &md); err != nil || len(md.ReleaseSeries) == 0 {
+		e.add(field, "%s has no releaseSeries (%v)", filepath.Join(src, "metadata.yaml"), err)
+		return
+	}
+	slices.SortFunc(md.ReleaseSeries, func(a, b struct{ Major, Minor int }) int {
+		if a.Major != b.Major {
+			return a.Major - b.Major
+		}
+		return a.Minor - b.Minor
+	})
+	last := md.ReleaseSeries[len(md.ReleaseSeries)-1]
+	c.Build.ClusterAPI.sourceVersion = fmt.Sprintf("v%d.%d.99", last.Major, last.Minor)
+}
+
+func (c *Config) isOverridden(env string) bool { return slices.Contains(c.overrides, env) }
+
+// WithTag returns ref with its tag replaced (or added).
+func WithTag(ref, tag string) string {
+	if i := strings.LastIndex(ref, ":"); i >= 0 && !strings.Contains(ref[i:], "/") {
+		ref = ref[:i]
+	}
+	return ref + ":" + tag
+}
+
+// PolicyFor returns the source policy of a build step: the longest
+// matching Policies key (an exact ID, or a prefix ending in "*"), else
+// Policy. An image that is not published upstream can only come from a
+// mirror: without one, it is always built.
+func (r Registry) PolicyFor(stepID string, published bool) string {
+	if !published && r.Mirror == "" {
+		return PolicyBuild
+	}
+	policy, best := r.Policy, -1
+	for k, v := range r.Policies {
+		match := k == stepID || (strings.HasSuffix(k, "*") && strings.HasPrefix(stepID, strings.TrimSuffix(k, "*")))
+		if match && len(k) > best {
+			policy, best = v, len(k)
+		}
+	}
+	if policy == "" {
+		return PolicyPullElseBuild
+	}
+	return policy
+}

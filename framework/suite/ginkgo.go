@@ -1,0 +1,196 @@
+package suite
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
+	. "github.com/onsi/gomega"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/component-base/logs"
+	logsv1 "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"sigs.k8s.io/cluster-api/test/framework/ginkgoextensions"
+
+	"github.com/capd-e2e/capd-e2e/e2e/specs"
+)
+
+// Timeouts of the suite's setup and teardown nodes. Setup covers kind,
+// image load, cert-manager, clusterctl init (wait-controllers) and the
+// webhook check; teardown log collection and deletion.
+var (
+	SetupTimeout    = 45 * time.Minute
+	TeardownTimeout = 15 * time.Minute
+)
+
+// Suite wires Setup and Teardown into a Ginkgo suite, with upstream's
+// flags. A provider's suite is:
+//
+//	var e2eSuite = suite.New(flag.CommandLine, "config/e2e.yaml")
+//
+//	func TestE2E(t *testing.T) { e2eSuite.Run(t, "my-provider-e2e") }
+//
+//	var _ = e2eSuite.RegisterSetupAndTeardown()
+//
+//	var _ = Describe("Quick start", func() {
+//		specs.QuickStartSpec(func() specs.QuickStartSpecInput {
+//			return specs.QuickStartSpecInput{CommonInput: e2eSuite.CommonInput()}
+//		})
+//	})
+type Suite struct {
+	// ConfigPath is -e2e.config.
+	ConfigPath string
+	// ArtifactFolder is -e2e.artifacts-folder; the ARTIFACTS environment
+	// variable takes precedence, as upstream.
+	ArtifactFolder string
+	// ClusterctlConfig is -e2e.clusterctl-config.
+	ClusterctlConfig string
+	// UseExistingCluster is -e2e.use-existing-cluster: the cluster of the
+	// current kubeconfig ($KUBECONFIG, or ~/.kube/config).
+	UseExistingCluster bool
+	// SkipCleanup is -e2e.skip-resource-cleanup.
+	SkipCleanup bool
+	// AlsoLogToFile is -e2e.also-log-to-file: Ginkgo's output, with
+	// timestamps, also goes to ginkgo-log.txt in the artifacts folder.
+	AlsoLogToFile bool
+	// Scheme, if set before the suite runs, is the management cluster
+	// client's scheme (DefaultScheme plus the provider's types).
+	Scheme *apiruntime.Scheme
+
+	logOptions *logs.Options
+	env        *Environment
+	// specs are the requirements of the specs that will run, found by
+	// Run; nil until then (every spec's are checked).
+	specs []specs.Requirement
+}
+
+// New registers upstream's suite flags on fs (flag.CommandLine in a test
+// binary) and returns the Suite they configure. defaultConfig is the
+// default of -e2e.config, relative to the suite's package directory.
+func New(fs *flag.FlagSet, defaultConfig string) *Suite {
+	s := &Suite{logOptions: logs.NewOptions()}
+	fs.StringVar(&s.ConfigPath, "e2e.config", defaultConfig, "path to the e2e config file (merged over the harness's config/e2e.yaml)")
+	fs.StringVar(&s.ArtifactFolder, "e2e.artifacts-folder", "_artifacts", "folder for test artifacts; the ARTIFACTS environment variable takes precedence")
+	fs.BoolVar(&s.AlsoLogToFile, "e2e.also-log-to-file", true, "also write Ginkgo's output, with timestamps, to ginkgo-log.txt in the artifacts folder")
+	fs.BoolVar(&s.SkipCleanup, "e2e.skip-resource-cleanup", false, "keep clusters, namespaces and the kind management cluster after the tests")
+	fs.StringVar(&s.ClusterctlConfig, "e2e.clusterctl-config", "", "clusterctl config to use; if empty, a local repository with its config is created in the artifacts folder")
+	fs.BoolVar(&s.UseExistingCluster, "e2e.use-existing-cluster", false, "use the cluster of the current kubeconfig instead of creating a kind cluster")
+	logsv1.AddGoFlags(s.logOptions, fs)
+	return s
+}
+
+// Run is the body of the suite's Test function: it applies the logging
+// flags, settles the artifacts folder, starts ginkgo-log.txt and runs the
+// specs.
+func (s *Suite) Run(t *testing.T, description string) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Expect(logsv1.ValidateAndApply(s.logOptions, nil)).To(Succeed())
+	ctrl.SetLogger(klog.Background())
+	if a := os.Getenv("ARTIFACTS"); a != "" {
+		s.ArtifactFolder = a
+	}
+	var err error
+	s.ArtifactFolder, err = filepath.Abs(s.ArtifactFolder)
+	g.Expect(err).ToNot(HaveOccurred())
+	g.Expect(os.MkdirAll(s.ArtifactFolder, 0o755)).To(Succeed(), "cannot create the artifacts folder %q", s.ArtifactFolder)
+	RegisterFailHandler(Fail)
+	s.specs = selectedRequirements(description)
+	if s.AlsoLogToFile {
+		w, err := ginkgoextensions.EnableFileLogging(filepath.Join(s.ArtifactFolder, "ginkgo-log.txt"))
+		g.Expect(err).ToNot(HaveOccurred())
+		defer w.Close()
+	}
+	RunSpecs(t, description)
+}
+
+// RegisterSetupAndTeardown registers the suite's SynchronizedBeforeSuite
+// (Setup on process 1, Connect on the others) and SynchronizedAfterSuite
+// (Teardown on process 1, after every process is done). Teardown runs
+// even when Setup failed half-way. Call it once, at package level
+// (`var _ = s.RegisterSetupAndTeardown()`).
+func (s *Suite) RegisterSetupAndTeardown() bool {
+	SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
+		in := SetupInput{
+			ConfigPath:           s.ConfigPath,
+			ArtifactFolder:       s.ArtifactFolder,
+			ClusterctlConfigPath: s.ClusterctlConfig,
+			SkipCleanup:          s.SkipCleanup,
+			Scheme:               s.Scheme,
+			Specs:                s.specs,
+		}
+		if s.UseExistingCluster {
+			in.KubeconfigPath = currentKubeconfig()
+		}
+		env, err := Setup(ctx, in, logf)
+		s.env = env
+		Expect(err).ToNot(HaveOccurred(), "suite setup")
+		data, err := env.Marshal()
+		Expect(err).ToNot(HaveOccurred())
+		return data
+	}, func(data []byte) {
+		if s.env != nil {
+			return // process 1 set it up
+		}
+		env, err := Connect(data, nil, s.Scheme)
+		Expect(err).ToNot(HaveOccurred(), "connect to the suite's management cluster")
+		s.env = env
+	}, NodeTimeout(SetupTimeout))
+
+	SynchronizedAfterSuite(func(ctx SpecContext) {
+		if GinkgoParallelProcess() != 1 {
+			Expect(s.env.Close(ctx)).To(Succeed())
+		}
+	}, func(ctx SpecContext) {
+		Expect(s.env.Teardown(ctx)).To(Succeed(), "suite teardown")
+	}, NodeTimeout(TeardownTimeout))
+	return true
+}
+
+// Environment returns the set-up environment (nil before setup).
+func (s *Suite) Environment() *Environment { return s.env }
+
+// CommonInput returns the specs' CommonInput; call it inside a spec's
+// input function, which runs after setup.
+func (s *Suite) CommonInput() specs.CommonInput {
+	Expect(s.env).ToNot(BeNil(), "the suite's setup did not run (call RegisterSetupAndTeardown)")
+	return s.env.CommonInput()
+}
+
+// selectedRequirements walks the spec tree as the run will (Ginkgo's
+// PreviewSpecs honours the label filter, focus and skip flags) and returns
+// the requirements of the specs that will run, so that setup checks the
+// config for them before it creates anything.
+func selectedRequirements(description string) []specs.Requirement {
+	report := PreviewSpecs(description)
+	labels := []string{}
+	for _, sr := range report.SpecReports {
+		if sr.LeafNodeType == types.NodeTypeIt && sr.State == types.SpecStatePassed {
+			labels = append(labels, sr.Labels()...)
+		}
+	}
+	if len(labels) == 0 {
+		return []specs.Requirement{} // only specs of the suite's own, or none
+	}
+	return specs.Requirements(labels...)
+}
+
+func currentKubeconfig() string {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if len(rules.Precedence) > 0 {
+		return rules.Precedence[0]
+	}
+	return clientcmd.RecommendedHomeFile
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(GinkgoWriter, "%s "+format+"\n", append([]any{time.Now().UTC().Format(time.RFC3339)}, args...)...)
+}
