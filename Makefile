@@ -9,7 +9,7 @@ GINKGO_LABEL_FILTER ?= PR-Blocking && !comparison
 GINKGO_NODES ?= 1
 export GINKGO_FOCUS GINKGO_SKIP GINKGO_LABEL_FILTER GINKGO_NODES
 
-.PHONY: test test-podman lint bench images test-images test-e2e test-examples
+.PHONY: test test-podman lint bench images test-images test-e2e test-examples test-registry
 
 test: ## Unit and integration tests (needs a Docker-API engine).
 	scripts/test.sh
@@ -34,3 +34,6 @@ test-e2e: ## The E2E suite (PR-Blocking quick-start by default).
 
 test-examples: ## A provider's suite (examples/) for real: CAPD built from a directory outside the repo.
 	scripts/test-examples.sh
+
+test-registry: ## Publish to a local registry, remove, pull back through the policy (E2E=true: then the quick-start).
+	scripts/test-registry.sh

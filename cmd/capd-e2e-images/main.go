@@ -124,10 +124,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	repoRoot, err := repositoryRoot(cfg.Dir())
-	if err != nil {
-		return err
-	}
+	// The builders' own files are the harness's, wherever the config is
+	// (a provider's config lives in the provider's repository).
+	repoRoot := cfg.HarnessDir()
 	cacheDir, err := gobuild.DefaultCacheDir()
 	if err != nil {
 		return err
@@ -338,16 +337,4 @@ func subPlan(p *plan.Plan, ids []string, repoRoot string) (*plan.Plan, error) {
 		}
 	}
 	return plan.FromSteps(steps, plan.Options{RepoRoot: repoRoot})
-}
-
-// repositoryRoot finds the directory holding go.mod at or above dir.
-func repositoryRoot(dir string) (string, error) {
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no go.mod at or above %s: run from the repository", dir)
-		}
-	}
 }
