@@ -24,9 +24,10 @@ const (
 	DefaultTimeout = 5 * time.Minute
 
 	// DefaultParallelism is how many containers are collected at the same
-	// time when Collector.Parallelism is zero. Each container runs all its
-	// steps at once, so this caps the engine calls in flight at about
-	// DefaultParallelism × 15.
+	// time when Collector.Parallelism is zero. A running machine takes three
+	// engine calls at once (inspect, its own log, one exec); the fallback
+	// without a shell takes one per step, so this caps the engine calls in
+	// flight at about DefaultParallelism × 15.
 	DefaultParallelism = 8
 
 	// ErrorsFile is the name of the file, in each container's folder, that
@@ -90,7 +91,10 @@ type Collector struct {
 	Runtime runtime.Containers
 
 	// CommandTimeout bounds each command, copy, inspect and log read on a
-	// container. If zero, DefaultCommandTimeout.
+	// container. If zero, DefaultCommandTimeout. Inside a machine it is
+	// enforced with timeout(1); a machine without it bounds its commands only
+	// by the collection script's deadline: the slowest command or all copies
+	// in a row, whichever is longer, plus CommandTimeout.
 	CommandTimeout time.Duration
 
 	// Timeout bounds one call of a Collect method as a whole, on top of

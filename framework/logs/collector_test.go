@@ -349,17 +349,22 @@ func TestRerunRemovesStaleErrorsFile(t *testing.T) {
 // gate counts commands in flight and lets them through once want of them
 // run at the same time (or after a timeout, so a failing test ends).
 type gate struct {
-	want     int32
-	inFlight atomic.Int32
-	max      atomic.Int32
-	open     chan struct{}
-	once     sync.Once
+	want int32
+	// skipScript lets the collection script through uncounted.
+	skipScript bool
+	inFlight   atomic.Int32
+	max        atomic.Int32
+	open       chan struct{}
+	once       sync.Once
 }
 
 func newGate(want int32) *gate { return &gate{want: want, open: make(chan struct{})} }
 
 func (g *gate) wrap(next fake.ExecFunc) fake.ExecFunc {
 	return func(ctx context.Context, c string, opts runtime.ExecOptions) (runtime.ExecResult, error) {
+		if g.skipScript && opts.Cmd[0] == "sh" && strings.HasPrefix(opts.Cmd[len(opts.Cmd)-1], "b=capd-e2e-logs.") {
+			return next(ctx, c, opts)
+		}
 		n := g.inFlight.Add(1)
 		defer g.inFlight.Add(-1)
 		for {
@@ -380,9 +385,7 @@ func (g *gate) wrap(next fake.ExecFunc) fake.ExecFunc {
 	}
 }
 
-func TestMachinesAndCommandsRunConcurrently(t *testing.T) {
-	t.Parallel()
-	f := fake.New()
+func threeMachines(t *testing.T, f *fake.Runtime) []Target {
 	var targets []Target
 	root := t.TempDir()
 	for i := range 3 {
@@ -390,8 +393,35 @@ func TestMachinesAndCommandsRunConcurrently(t *testing.T) {
 		addMachine(f, name)
 		targets = append(targets, Target{Container: name, Dir: filepath.Join(root, name)})
 	}
+	return targets
+}
+
+func TestMachinesRunConcurrently(t *testing.T) {
+	t.Parallel()
+	f := fake.New()
+	targets := threeMachines(t, f)
+	// One exec per machine, 3 machines: all 3 must be in flight at once.
+	g := newGate(3)
+	f.SetExec(g.wrap(node{f: f, commands: healthy()}.exec(t)))
+	if err := (&Collector{Runtime: f}).CollectMachines(t.Context(), targets); err != nil {
+		t.Fatal(err)
+	}
+	if got := g.max.Load(); got != 3 {
+		t.Errorf("at most %d machines were collected at once, want 3", got)
+	}
+	for _, tg := range targets {
+		assertFiles(t, tg.Dir, map[string]string{"kern.log": "kernel: hello\n"})
+	}
+}
+
+// Without a shell in the machine, its commands run one exec each, at once.
+func TestFallbackRunsCommandsConcurrently(t *testing.T) {
+	t.Parallel()
+	f := fake.New()
+	targets := threeMachines(t, f)
 	// 7 commands per machine, 3 machines: all 21 must be in flight at once.
 	g := newGate(21)
+	g.skipScript = true
 	f.SetExec(g.wrap(healthy().exec))
 	if err := (&Collector{Runtime: f}).CollectMachines(t.Context(), targets); err != nil {
 		t.Fatal(err)
@@ -407,20 +437,14 @@ func TestMachinesAndCommandsRunConcurrently(t *testing.T) {
 func TestParallelismBoundsMachines(t *testing.T) {
 	t.Parallel()
 	f := fake.New()
-	var targets []Target
-	root := t.TempDir()
-	for i := range 3 {
-		name := fmt.Sprintf("m%d", i)
-		addMachine(f, name)
-		targets = append(targets, Target{Container: name, Dir: filepath.Join(root, name)})
-	}
-	g := newGate(7)
-	f.SetExec(g.wrap(healthy().exec))
+	targets := threeMachines(t, f)
+	g := newGate(2)
+	f.SetExec(g.wrap(node{f: f, commands: healthy()}.exec(t)))
 	if err := (&Collector{Runtime: f, Parallelism: 1}).CollectMachines(t.Context(), targets); err != nil {
 		t.Fatal(err)
 	}
-	if got := g.max.Load(); got != 7 {
-		t.Errorf("at most %d commands ran at once with Parallelism 1, want 7 (one machine's)", got)
+	if got := g.max.Load(); got != 1 {
+		t.Errorf("at most %d machines were collected at once with Parallelism 1, want 1", got)
 	}
 }
 

@@ -6,11 +6,33 @@
 // into framework.WithMachineLogCollector) and adds CollectCluster and
 // CollectMachines, which collect many containers at once. It fixes the gaps
 // of upstream's DockerLogCollector: output files hold the command's standard
-// output only (no stream framing, no standard error mixed in), every engine
-// call has its own deadline, a whole collection has one too, machines are
-// collected concurrently, /var/log/pods is copied as one tar stream and
-// unpacked in Go without letting an entry escape the target folder, and
-// whatever failed is written down next to the logs.
+// output only (no stream framing, no standard error mixed in), every
+// command, copy and engine call has its own deadline, a whole collection has
+// one too, machines are collected concurrently, tar streams are unpacked in
+// Go without letting an entry escape the target folder, and whatever failed
+// is written down next to the logs.
+//
+// # One exec per machine
+//
+// Each exec costs the engine a runc process or two, which on a small CI
+// machine is most of a collection's time; upstream makes seven per machine.
+// In a running machine the Collector makes one: a POSIX sh script (see
+// bundleScript) that runs every command at once in the background, each
+// under timeout(1) when the machine has it, stages their output, standard
+// error and exit status under $TMPDIR (default /tmp, a tmpfs in kind and
+// CAPD nodes) and meanwhile streams the copies; then it sends what the
+// commands left, and removes its folder. Its standard output is tar archives
+// one after the other, unpacked on the host as they arrive. The inspect
+// document and the container's own output come from the engine API at the
+// same time, without an exec. The machine needs sh, tar, mkdir and rm, as
+// any kind node image has; if the script cannot be run at all, the
+// Collector falls back to one exec per command and an engine copy per path,
+// and says so in stderr.log.
+//
+// What a command printed lives in the machine until the command ends: if
+// the machine dies while a command runs, that output is lost and the
+// command is listed in errors.json as not received, while the copies, sent
+// first, are kept.
 //
 // # What a machine's folder holds
 //
@@ -49,19 +71,23 @@
 //
 // Each entry of errors.json names the output, the command (or the path
 // copied), the exit code when the command ran to its end, the tail of its
-// standard error and what went wrong. Docker reports a command it cannot
-// start (exit code 126 or 127, e.g. kubelet missing) on the command's
-// standard output; that text goes into the entry's "stdout" instead of a log
-// file.
+// standard error, how long it ran and what went wrong; an entry for "."
+// with the script as its command says the collection script itself failed.
+// A command that cannot be started (exit code 126 or 127, e.g. kubelet
+// missing) is reported by the shell on its standard error; when the engine
+// reports it instead (the step-by-step fallback), on the command's standard
+// output, that text goes into the entry's "stdout" instead of a log file. A
+// copied log that grew while tar read it is not a failure: tar's warning
+// goes to stderr.log.
 //
 // Files from a command that failed are kept with whatever it wrote before it
-// failed: a machine that dies mid-collection leaves partial logs plus entries
-// in errors.json. Commands are not run in a container that is not running
-// (each is listed in errors.json as skipped), but copies and the container's
-// own log are still taken, since the engine serves them from a stopped
-// container too.
+// failed. Commands are not run in a container that is not running (each is
+// listed in errors.json as skipped), but copies and the container's own log
+// are still taken through the engine API, since it serves them from a
+// stopped container too.
 //
 // This package must not talk to an engine except through runtime.Containers,
 // must not run the docker CLI or a host tar, must not stop at the first
-// failure, and must never block past its deadlines.
+// failure, and must never block past its deadlines. What it runs inside a
+// machine must only read, apart from its own staging folder.
 package logs

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -154,24 +155,67 @@ func (c *Collector) collect(ctx context.Context, container, dir string, steps []
 		}
 	}
 
+	// In a running machine, commands and copies go into one exec (see
+	// bundle); the container's own log is read at the same time.
+	var bundled []int
+	if state.running && slices.ContainsFunc(steps, func(s step) bool { return s.kind == stepExec }) {
+		for i, s := range steps {
+			if s.kind == stepExec || s.kind == stepCopy {
+				bundled = append(bundled, i)
+			}
+		}
+	}
 	outcomes := make([]outcome, len(steps))
 	var wg sync.WaitGroup
 	for i, s := range steps {
-		wg.Go(func() { outcomes[i] = c.runStep(ctx, container, dir, s, state) })
+		if !slices.Contains(bundled, i) {
+			wg.Go(func() { outcomes[i] = c.runStep(ctx, container, dir, s, state) })
+		}
+	}
+	var note string
+	total := len(steps) + 1
+	if len(bundled) > 0 {
+		bsteps := make([]step, len(bundled))
+		for j, i := range bundled {
+			bsteps[j] = steps[i]
+		}
+		bo, scriptFailure, why, ok := c.newBundle(dir, bsteps).run(ctx, container)
+		note = why
+		for j, i := range bundled {
+			if ok {
+				outcomes[i] = bo[j]
+			} else {
+				wg.Go(func() { outcomes[i] = c.runStep(ctx, container, dir, steps[i], state) })
+			}
+		}
+		if scriptFailure != nil {
+			failures = append(failures, *scriptFailure)
+			total++
+		}
 	}
 	wg.Wait()
 
 	var stderrLog bytes.Buffer
+	add := func(header, text string) {
+		fmt.Fprintf(&stderrLog, "==> %s <==\n%s", header, text)
+		if !strings.HasSuffix(text, "\n") {
+			stderrLog.WriteByte('\n')
+		}
+	}
+	if note != "" {
+		add("collection script", note)
+	}
 	for i, o := range outcomes {
 		failures = append(failures, o.failures...)
 		if o.stderr != "" {
-			fmt.Fprintf(&stderrLog, "==> %s: %s <==\n%s", steps[i].output, strings.Join(steps[i].cmd, " "), o.stderr)
-			if !strings.HasSuffix(o.stderr, "\n") {
-				stderrLog.WriteByte('\n')
+			what := strings.Join(steps[i].cmd, " ")
+			if steps[i].kind == stepCopy {
+				what = "tar of " + steps[i].path
 			}
+			add(steps[i].output+": "+what, o.stderr)
 		}
 	}
-	return finish(container, dir, failures, stderrLog.Bytes(), len(steps)+1)
+	return finish(container, dir, failures, stderrLog.Bytes(), total)
 }
 
 // finish writes the errors and stderr files and returns the summary error.
@@ -256,11 +300,16 @@ func (c *Collector) inspect(ctx context.Context, container, dir string) (contain
 	return st, nil
 }
 
-func (c *Collector) runStep(ctx context.Context, container, dir string, s step, st containerState) outcome {
-	timeout := s.timeout
-	if timeout <= 0 {
-		timeout = c.commandTimeout()
+// stepTimeout is s's own timeout, or the collector's command timeout.
+func (c *Collector) stepTimeout(s step) time.Duration {
+	if s.timeout > 0 {
+		return s.timeout
 	}
+	return c.commandTimeout()
+}
+
+func (c *Collector) runStep(ctx context.Context, container, dir string, s step, st containerState) outcome {
+	timeout := c.stepTimeout(s)
 	switch s.kind {
 	case stepExec:
 		if !st.running {

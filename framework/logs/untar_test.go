@@ -3,9 +3,12 @@ package logs
 import (
 	"archive/tar"
 	"bytes"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -128,5 +131,74 @@ func TestExtractTruncatedStream(t *testing.T) {
 	root := t.TempDir()
 	if _, err := extract(bytes.NewReader(full[:516]), root, "pods"); err == nil {
 		t.Error("want an error for a truncated stream")
+	}
+}
+
+func TestEachEntryReadsConcatenatedArchives(t *testing.T) {
+	t.Parallel()
+	var stream bytes.Buffer
+	stream.Write(tarOf(t, entry{name: "a", typ: tar.TypeReg, body: "1"}).Bytes())
+	stream.Write(make([]byte, 10240)) // GNU tar's record padding
+	stream.Write(tarOf(t).Bytes())    // an empty archive
+	stream.Write(tarOf(t, entry{name: "b/", typ: tar.TypeDir}, entry{name: "b/c", typ: tar.TypeReg, body: "22"}).Bytes())
+	var got []string
+	err := eachEntry(&stream, func(h *tar.Header, r io.Reader) error {
+		b, _ := io.ReadAll(r)
+		got = append(got, h.Name+"="+string(b))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a=1", "b/=", "b/c=22"}; !slices.Equal(got, want) {
+		t.Errorf("entries = %q, want %q", got, want)
+	}
+
+	// A stream cut inside an entry is an error, not a quiet end.
+	full := tarOf(t, entry{name: "a", typ: tar.TypeReg, body: strings.Repeat("x", 1000)}).Bytes()
+	err = eachEntry(bytes.NewReader(full[:700]), func(_ *tar.Header, r io.Reader) error {
+		_, err := io.Copy(io.Discard, r)
+		return err
+	})
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("cut stream: err = %v, want unexpected EOF", err)
+	}
+}
+
+func TestExtractHardLinkGetsContent(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	// tar --dereference stores a file reached a second time as a link.
+	_, err := extract(tarOf(t,
+		entry{name: "pods/a/0.log", typ: tar.TypeReg, body: "same\n"},
+		entry{name: "pods/b/0.log", typ: tar.TypeLink, link: "pods/a/0.log"},
+		entry{name: "pods/c/0.log", typ: tar.TypeLink, link: "pods/never-written"},
+	), root, "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertFiles(t, root, map[string]string{"out/a/0.log": "same\n", "out/b/0.log": "same\n"})
+	assertAbsent(t, root, "out/c/0.log")
+}
+
+func TestExtractNeverWidensModes(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if _, err := extract(tarOf(t,
+		entry{name: "etc/private.key", typ: tar.TypeReg, mode: 0o600, body: "k"},
+		entry{name: "etc/group-readable", typ: tar.TypeReg, mode: 0o640, body: "g"},
+		entry{name: "etc/tool", typ: tar.TypeReg, mode: 0o4777, body: "x"},
+		entry{name: "etc/link", link: "etc/private.key", typ: tar.TypeLink},
+	), root, "out"); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]os.FileMode{"private.key": 0o600, "group-readable": 0o640, "tool": 0o644, "link": 0o600} {
+		fi, err := os.Stat(filepath.Join(root, "out", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s: mode %o, want %o", name, got, want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
+	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
 )
 
 // BenchmarkExec runs one trivial command in one container, through this
@@ -15,31 +16,51 @@ import (
 // (the only place in this repository that runs it). Besides ns/op (a mean)
 // it reports the median in ms as "ms-median", which scripts/bench-exec.sh
 // compares; run it with the load on and off to see both regimes.
+//
+// It also reports CPU per exec: "client-cpu-ms/op" is this process's for
+// the runtime and the CLI process's own for the CLI; "daemon-cpu-ms/op"
+// (dockerd, containerd) and "shim-runc-cpu-ms/op" (the container's shim and
+// the runc processes it starts per exec) are the engine's, which both pay
+// alike: see BenchmarkExecPhases for where the runtime's time goes.
 func BenchmarkExec(b *testing.B) {
 	r := newRuntime(b)
 	name := startTestContainer(b, r, runtime.NewRunID(), nil)
 	cmd := []string{"cat", "/etc/hostname"}
 	ctx := context.Background()
+	d, err := r.InspectContainer(ctx, name)
+	if err != nil {
+		b.Fatal(err)
+	}
 
 	b.Run("runtime", func(b *testing.B) {
-		benchMedian(b, func() error {
+		cpu0 := moby.SelfCPU()
+		benchMedian(b, d.ID, func() error {
 			_, err := runtime.Output(ctx, r, name, cmd...)
 			return err
 		})
+		b.ReportMetric(float64((moby.SelfCPU()-cpu0).Microseconds())/1000/float64(b.N), "client-cpu-ms/op")
 	})
 	b.Run("docker-cli", func(b *testing.B) {
 		if _, err := exec.LookPath("docker"); err != nil {
 			b.Skip("docker CLI not installed: no baseline")
 		}
 		args := append([]string{"exec", name}, cmd...)
-		benchMedian(b, func() error {
-			return exec.CommandContext(ctx, "docker", args...).Run()
+		var cpu time.Duration
+		benchMedian(b, d.ID, func() error {
+			c := exec.CommandContext(ctx, "docker", args...)
+			err := c.Run()
+			if c.ProcessState != nil {
+				cpu += c.ProcessState.UserTime() + c.ProcessState.SystemTime()
+			}
+			return err
 		})
+		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "client-cpu-ms/op")
 	})
 }
 
-func benchMedian(b *testing.B, op func() error) {
+func benchMedian(b *testing.B, containerID string, op func() error) {
 	durations := make([]time.Duration, 0, b.N)
+	daemon0, shim0, engineOK := moby.EngineCPU(containerID)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
@@ -55,4 +76,8 @@ func benchMedian(b *testing.B, op func() error) {
 		median = (durations[len(durations)/2-1] + durations[len(durations)/2]) / 2
 	}
 	b.ReportMetric(float64(median.Microseconds())/1000, "ms-median")
+	if daemon1, shim1, ok := moby.EngineCPU(containerID); ok && engineOK {
+		b.ReportMetric(float64((daemon1-daemon0).Microseconds())/1000/float64(b.N), "daemon-cpu-ms/op")
+		b.ReportMetric(float64((shim1-shim0).Microseconds())/1000/float64(b.N), "shim-runc-cpu-ms/op")
+	}
 }
