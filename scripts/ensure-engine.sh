@@ -11,19 +11,27 @@
 #     CAP_SYS_RESOURCE (privileged containers fail with "unable to apply
 #     caps"): install Debian trixie's docker.io, pinned so nothing else comes
 #     from trixie, and restart the dockerd this script started (by pid) —
-#     never one it did not start.
+#     never one it did not start, unless CAPD_E2E_FIX_ENGINE=replace: then
+#     also the running dockerd named by its own pid file /var/run/docker.pid
+#     (by pid, never by name; for CI machines whose platform starts dockerd).
 set -o errexit -o nounset -o pipefail
 
 privileged=false
 [[ "${1:-}" == "--privileged-nesting" ]] && privileged=true
 fix=false
-case "${CAPD_E2E_FIX_ENGINE:-}" in 1 | true | yes) fix=true ;; esac
+replace=false
+case "${CAPD_E2E_FIX_ENGINE:-}" in
+  1 | true | yes) fix=true ;;
+  replace) fix=true replace=true ;;
+esac
 
 PIDFILE=/run/capd-e2e-dockerd.pid
 LOGFILE=/var/log/capd-e2e-dockerd.log
 
 log() { printf 'ensure-engine: %s\n' "$*" >&2; }
 engine_up() { timeout 10 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
+SYSTEM_PIDFILE=/var/run/docker.pid
+system_dockerd() { [[ -f $SYSTEM_PIDFILE ]] && kill -0 "$(cat "$SYSTEM_PIDFILE")" 2>/dev/null && [[ $(cat "/proc/$(cat "$SYSTEM_PIDFILE")/comm" 2>/dev/null) == dockerd ]]; }
 our_dockerd() { [[ -f $PIDFILE ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null && [[ $(cat "/proc/$(cat "$PIDFILE")/comm" 2>/dev/null) == dockerd ]]; }
 
 start_dockerd() {
@@ -35,10 +43,11 @@ start_dockerd() {
   return 1
 }
 
-stop_our_dockerd() {
-  local pid; pid=$(cat "$PIDFILE")
+# stop_dockerd PIDFILE: stops the dockerd whose pid that file holds.
+stop_dockerd() {
+  local pid; pid=$(cat "$1")
   kill "$pid"
-  for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || { rm -f "$PIDFILE"; return 0; }; sleep 1; done
+  for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || { rm -f "$1"; return 0; }; sleep 1; done
   log "dockerd (pid $pid) did not stop within 60s"
   return 1
 }
@@ -75,13 +84,21 @@ if ! $fix; then
   log "  echo 'deb http://deb.debian.org/debian trixie main' >/etc/apt/sources.list.d/trixie.list"
   log "  printf 'Package: *\\nPin: release n=trixie\\nPin-Priority: 100\\n' >/etc/apt/preferences.d/trixie"
   log "  apt-get update && apt-get install -t trixie docker.io && systemctl restart docker"
-  log "or rerun with CAPD_E2E_FIX_ENGINE=true to have this script do it (README.md, 'The engine')"
+  log "or rerun with CAPD_E2E_FIX_ENGINE=true (or =replace, to also restart a dockerd it did not start) to have this script do it (README.md, 'The engine')"
   exit 1
 fi
 [[ -f /etc/debian_version ]] || { log "not Debian: install Docker >= 23 yourself"; exit 1; }
-if engine_up && ! our_dockerd; then
-  log "the running dockerd was not started by this script (no live pid in $PIDFILE): restart it yourself after the upgrade; refusing to kill it"
-  exit 1
+running_pidfile=
+if engine_up; then
+  if our_dockerd; then
+    running_pidfile=$PIDFILE
+  elif $replace && system_dockerd; then
+    running_pidfile=$SYSTEM_PIDFILE
+    log "CAPD_E2E_FIX_ENGINE=replace: will restart the running dockerd (pid $(cat "$SYSTEM_PIDFILE") from $SYSTEM_PIDFILE) after the upgrade"
+  else
+    log "the running dockerd was not started by this script (no live pid in $PIDFILE): restart it yourself after the upgrade, or rerun with CAPD_E2E_FIX_ENGINE=replace to have this script restart the dockerd named by $SYSTEM_PIDFILE; refusing to kill it"
+    exit 1
+  fi
 fi
 cat >/etc/apt/sources.list.d/capd-e2e-trixie.sources <<'SRC'
 Types: deb
@@ -97,6 +114,6 @@ Pin-Priority: 100
 PIN
 apt-get update -qq
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t trixie docker.io >/dev/null
-stop_our_dockerd
+[[ -n $running_pidfile ]] && stop_dockerd "$running_pidfile"
 start_dockerd
 log "engine now $(docker version --format '{{.Server.Version}}')"
