@@ -9,7 +9,7 @@ GINKGO_LABEL_FILTER ?= PR-Blocking && !comparison
 GINKGO_NODES ?= 1
 export GINKGO_FOCUS GINKGO_SKIP GINKGO_LABEL_FILTER GINKGO_NODES
 
-.PHONY: test test-podman lint bench images test-images test-e2e test-examples test-registry
+.PHONY: test test-podman lint bench images test-images test-e2e test-examples test-registry test-faults clean-e2e
 
 test: ## Unit and integration tests (needs a Docker-API engine).
 	scripts/test.sh
@@ -37,3 +37,9 @@ test-examples: ## A provider's suite (examples/) for real: CAPD built from a dir
 
 test-registry: ## Publish to a local registry, remove, pull back through the policy (E2E=true: then the quick-start).
 	scripts/test-registry.sh
+
+test-faults: ## Inject faults into real E2E runs (FAULTS=... to choose) and check nothing is left.
+	scripts/test-faults.sh
+
+clean-e2e: ## Remove what killed E2E runs left in the engine (never a live run's).
+	go run ./cmd/capd-e2e-clean $(ARGS)

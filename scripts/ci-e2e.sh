@@ -53,9 +53,30 @@ scripts/ensure-engine.sh --privileged-nesting
 export CAPD_E2E_RUN_ID=${CAPD_E2E_RUN_ID:-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')}
 log "run id $CAPD_E2E_RUN_ID"
 
+# A JUnit report whatever happens: when the job fails before Ginkgo writes
+# one (a bad config the image build refuses, an engine that is down), a
+# report with one failed test case naming the stage.
+junit_if_missing() {
+  local junit=$ARTIFACTS/junit.e2e_suite.1.xml
+  [[ -s $junit ]] && return
+  local msg; msg=$(tail -5 "$ARTIFACTS/localhost/stage.log" 2>/dev/null | sed 's/&/\&amp;/g; s/</\&lt;/g; s/>/\&gt;/g')
+  cat >"$junit" <<XML
+<?xml version="1.0" encoding="UTF-8"?>
+<testsuites tests="1" failures="1">
+  <testsuite name="capd-e2e" tests="1" failures="1">
+    <testcase name="ci-e2e.sh: $stage" classname="ci-e2e">
+      <failure message="ci-e2e.sh failed at: $stage">$msg</failure>
+    </testcase>
+  </testsuite>
+</testsuites>
+XML
+}
+
 start=$(date +%s)
 log "building or reusing images"
-scripts/images.sh 2>&1 | tee "$ARTIFACTS/localhost/images.log"
+stage="provide the images"
+trap junit_if_missing EXIT
+scripts/images.sh 2>&1 | tee "$ARTIFACTS/localhost/images.log" "$ARTIFACTS/localhost/stage.log"
 log "images ready after $(( $(date +%s) - start ))s"
 go build -o hack/tools/bin/capd-e2e-clean ./cmd/capd-e2e-clean
 go build -o hack/tools/bin/capd-e2e-secrets ./cmd/capd-e2e-secrets
@@ -68,7 +89,7 @@ save_host_state() {
   docker events --since "$events_since" --until "$(date -u +%s)" >"$ARTIFACTS/localhost/docker-events.log" 2>&1 || true
   cp /var/log/capd-e2e-dockerd.log "$ARTIFACTS/localhost/" 2>/dev/null || true
 }
-trap save_host_state EXIT
+trap 'save_host_state; junit_if_missing' EXIT
 
 GINKGO=$REPO_ROOT/hack/tools/bin/ginkgo
 if [[ ! -x $GINKGO ]]; then
@@ -84,6 +105,7 @@ args=(-v --trace --tags=e2e --timeout="$GINKGO_TIMEOUT" --nodes="$GINKGO_NODES"
 for s in $GINKGO_SKIP; do args+=(--skip="$s"); done
 
 log "running the suite (label filter: ${GINKGO_LABEL_FILTER:-none})"
+stage="run the suite"
 # The suite in its own process group, so that a kill reaches the test
 # processes ginkgo starts, not only ginkgo.
 cd "$E2E_SUITE_DIR"

@@ -574,7 +574,10 @@ func (e *Environment) redactArtifacts() error {
 		return fmt.Errorf("redact the artifacts: %w", err)
 	}
 	if len(rep.Redacted) > 0 && e.log != nil {
-		e.log("teardown: redacted %d secrets in %d files of %s", len(rep.Findings), len(rep.Redacted), e.ArtifactFolder)
+		e.log("teardown: redacted %d secrets in %d files of %s:", len(rep.Findings), len(rep.Redacted), e.ArtifactFolder)
+		for _, f := range rep.Findings {
+			e.log("teardown:   %s", f) // path:line kind fingerprint, never the secret
+		}
 	}
 	after, err := secrets.ScanTree(e.ArtifactFolder)
 	if err != nil {

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# `make test-faults`: injects faults into real E2E runs (scripts/ci-e2e.sh,
+# the PR-Blocking quick-start) and checks each run ends the way a Prow job
+# owner needs: nothing of the run left in the engine, its artifacts as far
+# as it got, a JUnit report, a non-zero exit code. FAULTS selects scenarios
+# (space separated; default: all):
+#
+#   bad-config         KUBERNETES_VERSION without a node image: fails before
+#                      anything is created
+#   setup-fail         setup fails after kind create (injected at the image load)
+#   interrupt-load     SIGTERM to ci-e2e.sh during the image load
+#   interrupt-cp       SIGTERM to ci-e2e.sh during the control-plane wait
+#   sigint-suite       SIGINT to the suite's test process during the control-plane wait
+#   double-interrupt   two SIGTERMs during the control-plane wait (Ginkgo skips
+#                      its cleanup; ci-e2e.sh removes the leftovers by run id)
+#   killed-rerun       kill -9 of the whole run during the control-plane wait,
+#                      then a re-run, whose setup removes what the dead run left
+#   concurrent         two quick-starts at once on one engine
+#
+# The results table goes to ARTIFACTS/faults/results.md (ARTIFACTS default
+# _artifacts); each scenario's log and artifacts are beside it.
+set -o errexit -o nounset -o pipefail
+REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$REPO_ROOT"
+OUT=${ARTIFACTS:-$REPO_ROOT/_artifacts}/faults
+rm -rf "$OUT"
+mkdir -p "$OUT"
+FAULTS=${FAULTS:-bad-config setup-fail interrupt-load interrupt-cp sigint-suite double-interrupt killed-rerun concurrent}
+unset SKIP_RESOURCE_CLEANUP CAPD_E2E_INJECT_FAULT GINKGO_FOCUS GINKGO_SKIP
+export GINKGO_LABEL_FILTER="PR-Blocking && !comparison"
+
+log() { printf '[test-faults %s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
+newid() { od -An -N6 -tx1 /dev/urandom | tr -d ' \n'; }
+
+scripts/ensure-engine.sh --privileged-nesting
+scripts/images.sh >"$OUT/images.log" 2>&1
+go build -o hack/tools/bin/capd-e2e-clean ./cmd/capd-e2e-clean
+go build -o hack/tools/bin/capd-e2e-secrets ./cmd/capd-e2e-secrets
+
+# What the engine holds, to compare before and after a scenario.
+state() {
+  { docker ps -aq --no-trunc | sed 's/^/container /'
+    docker volume ls -q | sed 's/^/volume /'
+    docker network ls -q --no-trunc | sed 's/^/network /'; } | sort
+}
+
+# start NAME [VAR=value...]: runs ci-e2e.sh in the background, in its own
+# process group, with run id RUN_<NAME>; sets PID.
+declare -A RUN START
+start() {
+  local name=$1; shift
+  RUN[$name]=$(newid)
+  mkdir -p "$OUT/$name"
+  START[$name]=$(date +%s)
+  env "$@" CAPD_E2E_RUN_ID="${RUN[$name]}" ARTIFACTS="$OUT/$name/artifacts" setsid scripts/ci-e2e.sh >"$OUT/$name/run.log" 2>&1 &
+  PID=$!
+}
+
+# wait_log NAME PATTERN TIMEOUT_S: waits until the run's log matches.
+wait_log() {
+  for _ in $(seq "$3"); do
+    grep -qE "$2" "$OUT/$1/run.log" 2>/dev/null && return 0
+    sleep 1
+  done
+  log "$1: '$2' did not appear within $3s"; return 1
+}
+
+RESULTS=()
+FAILED=0
+# check NAME PHASE RC EXPECT SIGNAL_TIME ARTIFACT...: records a row. The
+# run must have exited as EXPECT says (fail: non-zero, pass: zero), left
+# nothing, written a JUnit report and the artifacts listed (globs).
+check() {
+  local name=$1 phase=$2 rc=$3 expect=$4 t_signal=$5; shift 5
+  local end; end=$(date +%s)
+  local left junit artifacts="yes" ok=true secrets
+  # An independent scan of what the run published (ci-e2e.sh scanned and
+  # redacted it too; this checks that it did).
+  if hack/tools/bin/capd-e2e-secrets scan "$OUT/$name/artifacts" >"$OUT/$name/secrets-scan.txt" 2>&1; then
+    secrets="none in $(find "$OUT/$name/artifacts" -type f | wc -l) files"
+  else
+    secrets="FOUND (see $name/secrets-scan.txt)"; ok=false
+  fi
+  left=$(comm -13 "$OUT/before.txt" <(state) | tr '\n' ' ')
+  # Markers of the run count too (a run id in a volume name).
+  [[ -z $left ]] || ok=false
+  local ju="$OUT/$name/artifacts/junit.e2e_suite.1.xml"
+  if [[ -s $ju ]] && grep -q "<testsuite" "$ju"; then junit=yes; else junit=no; ok=false; fi
+  for a in "$@"; do
+    compgen -G "$OUT/$name/artifacts/$a" >/dev/null || { artifacts="missing $a"; ok=false; }
+  done
+  case $expect in
+  fail) [[ $rc != 0 ]] || { ok=false; rc="0 (should fail)"; } ;;
+  pass) [[ $rc == 0 ]] || { ok=false; rc="$rc (should pass)"; } ;;
+  esac
+  local cleanup="-"
+  [[ $t_signal == - ]] || cleanup="$((end - t_signal))s"
+  RESULTS+=("| $name | $phase | ${left:-nothing} | $artifacts | $junit | exit $rc | $cleanup | $secrets | $([[ $ok == true ]] && echo PASS || echo FAIL) |")
+  $ok || FAILED=$((FAILED + 1))
+  log "$name: $([[ $ok == true ]] && echo PASS || echo FAIL) (left: ${left:-nothing}; junit $junit; artifacts $artifacts; exit $rc; cleanup $cleanup; secrets $secrets)"
+}
+
+# interrupt NAME WHEN SIGNALS: starts a run, signals it when its log
+# shows WHEN, waits for it; TARGET=suite signals the test process instead.
+interrupt() {
+  local name=$1 when=$2 signals=$3 target=${TARGET:-ci}
+  start "$name"
+  local pid=$PID
+  wait_log "$name" "$when" 900
+  local t; t=$(date +%s)
+  for s in $signals; do
+    if [[ $target == suite ]]; then
+      kill -"$s" "$(pgrep -n -f 'e2e\.test .*-e2e\.config')"
+    else
+      kill -"$s" "$pid"
+    fi
+    sleep 2
+  done
+  local rc=0
+  wait "$pid" || rc=$?
+  SIGNAL_TIME=$t RC=$rc
+}
+
+for f in $FAULTS; do
+  state >"$OUT/before.txt"
+  log "scenario $f"
+  case $f in
+  bad-config)
+    start "$f" KUBERNETES_VERSION=v1.35.0
+    rc=0; wait "$PID" || rc=$?
+    grep -q 'variables.KUBERNETES_VERSION (environment): "v1.35.0" has no build.kubernetes entry' "$OUT/$f/run.log" || rc="$rc, message missing"
+    check "$f" "config check (before the engine)" "$rc" fail - localhost/images.log
+    ;;
+  setup-fail)
+    start "$f" CAPD_E2E_INJECT_FAULT="load the providers' images"
+    rc=0; wait "$PID" || rc=$?
+    check "$f" "setup: image load, after kind create" "$rc" fail - "clusters/bootstrap/machines/*/journal.log" "clusters/bootstrap/containers.txt"
+    ;;
+  interrupt-load)
+    interrupt "$f" "setup: load the providers' images" TERM
+    check "$f" "setup: image load" "$RC" fail "$SIGNAL_TIME" "clusters/bootstrap/machines/*/journal.log"
+    ;;
+  interrupt-cp)
+    interrupt "$f" "wait for control plane initialized" TERM
+    check "$f" "spec: control-plane wait" "$RC" fail "$SIGNAL_TIME" "clusters/quick-start-*/summary.txt" "clusters/quick-start-*/machines/*/journal.log" "clusters/bootstrap/machines/*/journal.log"
+    ;;
+  sigint-suite)
+    TARGET=suite interrupt "$f" "wait for control plane initialized" INT
+    check "$f" "spec: control-plane wait (SIGINT to the test process)" "$RC" fail "$SIGNAL_TIME" "clusters/quick-start-*/summary.txt" "clusters/bootstrap/machines/*/journal.log"
+    ;;
+  double-interrupt)
+    interrupt "$f" "wait for control plane initialized" "TERM TERM"
+    check "$f" "spec: control-plane wait, twice" "$RC" fail "$SIGNAL_TIME"
+    ;;
+  killed-rerun)
+    start "$f"
+    pid=$PID
+    wait_log "$f" "wait for control plane initialized" 900
+    kill -KILL -- "-$pid" 2>/dev/null || true
+    pkill -KILL -f 'e2e\.test .*-e2e\.config' || true
+    wait "$pid" 2>/dev/null || true
+    dead=${RUN[$f]}
+    log "$f: killed run $dead; left: $(comm -13 "$OUT/before.txt" <(state) | wc -l) objects; re-running"
+    t=$(date +%s)
+    start "$f-rerun"
+    rc=0; wait "$PID" || rc=$?
+    grep -q "run $dead (owner .*) was gone: removed" "$OUT/$f-rerun/run.log" || rc="$rc, the re-run did not reap run $dead"
+    check "$f-rerun" "re-run after kill -9 of a run in the control-plane wait" "$rc" pass "$t" "clusters/quick-start-*/summary.txt"
+    ;;
+  concurrent)
+    start "$f-a"; a=$PID
+    start "$f-b"; b=$PID
+    rca=0; rcb=0
+    wait "$a" || rca=$?
+    wait "$b" || rcb=$?
+    names_a=$(grep -o 'kind management cluster "[^"]*"' "$OUT/$f-a/run.log" | head -1)
+    names_b=$(grep -o 'kind management cluster "[^"]*"' "$OUT/$f-b/run.log" | head -1)
+    rc=0
+    [[ $rca == 0 && $rcb == 0 && $names_a != "$names_b" ]] || rc="a $rca, b $rcb, $names_a / $names_b"
+    log "$f: $names_a and $names_b"
+    check "$f-a" "two quick-starts at once, a" "$rc" pass - "clusters/quick-start-*/summary.txt"
+    check "$f-b" "two quick-starts at once, b" "$rc" pass - "clusters/quick-start-*/summary.txt"
+    ;;
+  *) log "unknown scenario $f"; exit 2 ;;
+  esac
+done
+
+{
+  echo "| scenario | phase | left in the engine | artifacts | JUnit | exit | cleanup after the signal | secrets in the artifacts | result |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  printf '%s\n' "${RESULTS[@]}"
+} | tee "$OUT/results.md"
+exit $(( FAILED > 0 ))
