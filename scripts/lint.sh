@@ -9,5 +9,6 @@ if [[ -n "$unformatted" ]]; then
 fi
 go vet ./...
 go vet -tags e2e ./e2e/...
+(cd cloudprovider && go vet ./...)
 if [[ -f examples/go.mod ]]; then (cd examples && go vet -tags e2e ./...); fi
 echo "lint: ok"

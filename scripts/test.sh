@@ -7,6 +7,11 @@ cd "$(dirname "$0")/.."
 scripts/ensure-engine.sh
 start=$(date +%s)
 go test -count=1 -timeout 30m "$@" ./...
+echo "--- cloudprovider module (the docker cloud-controller-manager)"
+# Its load balancer integration test runs the harness's haproxy image: build
+# it (or reuse it: its inputs-hash label) first.
+IMAGES_ONLY=haproxy scripts/images.sh
+(cd cloudprovider && go test -count=1 -timeout 20m "$@" ./...)
 if [[ -f examples/go.mod ]]; then
   echo "--- examples module (compile only)"
   (cd examples && go vet -tags e2e ./... && go test -tags e2e -count=1 -run '^$' ./...)

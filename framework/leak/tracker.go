@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capd-e2e/capd-e2e/framework/ccm/names"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
 
@@ -24,7 +25,7 @@ const (
 	LabelStarted = "e2e.capd.x-k8s.io/started"
 	// LabelTrackedCluster names a cluster a run owns; the cloud
 	// controller manager's load balancers carry it too.
-	LabelTrackedCluster = "e2e.capd.x-k8s.io/cluster"
+	LabelTrackedCluster = names.LabelCluster
 	// markerComponent is runtime.LabelCreatedBy of a marker.
 	markerComponent = "capd-e2e-run-marker"
 )
