@@ -287,8 +287,18 @@ func checkCommon(objs []client.Object, version string, e2eConfig *clusterctl.E2E
 	Expect(kcp.Spec.Version).To(Equal(version))
 	cpTemplate := find[*infrav1.DockerMachineTemplate](objs, kcp.Spec.MachineTemplate.Spec.InfrastructureRef.Name)
 	Expect(cpTemplate.Spec.Template.Spec.CustomImage).To(Equal("kindest/node:" + version))
-	checkNodeRegistration(kcp.Spec.KubeadmConfigSpec.InitConfiguration.NodeRegistration)
-	checkNodeRegistration(kcp.Spec.KubeadmConfigSpec.JoinConfiguration.NodeRegistration)
+	// Kubelet and kube-controller-manager run with DOCKER_CLOUD_PROVIDER as
+	// --cloud-provider, except in the self-hosted flavor (the one whose
+	// machines mount the engine's socket): its cluster runs without a
+	// cloud-controller-manager, whose Deployment clusterctl move would not
+	// move.
+	var cloud *string
+	if !slices.Contains(cpTemplate.Spec.Template.Spec.ExtraMounts, infrav1.Mount{ContainerPath: "/var/run/docker.sock", HostPath: "/var/run/docker.sock"}) {
+		cloud = ptr.To(e2eConfig.MustGetVariable("DOCKER_CLOUD_PROVIDER"))
+	}
+	checkArg(kcp.Spec.KubeadmConfigSpec.ClusterConfiguration.ControllerManager.ExtraArgs, "cloud-provider", cloud)
+	checkNodeRegistration(kcp.Spec.KubeadmConfigSpec.InitConfiguration.NodeRegistration, cloud)
+	checkNodeRegistration(kcp.Spec.KubeadmConfigSpec.JoinConfiguration.NodeRegistration, cloud)
 
 	md := find[*clusterv1.MachineDeployment](objs, clusterName+"-md-0")
 	Expect(md.Spec.Replicas).To(Equal(ptr.To(int32(workerCount))))
@@ -296,7 +306,7 @@ func checkCommon(objs []client.Object, version string, e2eConfig *clusterctl.E2E
 	mdTemplate := find[*infrav1.DockerMachineTemplate](objs, md.Spec.Template.Spec.InfrastructureRef.Name)
 	Expect(mdTemplate.Spec.Template.Spec.CustomImage).To(Equal("kindest/node:" + version))
 	kct := find[*bootstrapv1.KubeadmConfigTemplate](objs, md.Spec.Template.Spec.Bootstrap.ConfigRef.Name)
-	checkNodeRegistration(kct.Spec.Template.Spec.JoinConfiguration.NodeRegistration)
+	checkNodeRegistration(kct.Spec.Template.Spec.JoinConfiguration.NodeRegistration, cloud)
 
 	crs := find[*addonsv1.ClusterResourceSet](objs, clusterName+"-crs-0")
 	Expect(crs.Spec.ClusterSelector.MatchLabels).To(Equal(map[string]string{"cni": cluster.Labels["cni"]}))
@@ -305,7 +315,24 @@ func checkCommon(objs []client.Object, version string, e2eConfig *clusterctl.E2E
 	Expect(cm.Data).To(Equal(map[string]string{"resources": cniManifest}), "the CNI manifest, byte for byte")
 }
 
-func checkNodeRegistration(nr bootstrapv1.NodeRegistrationOptions) {
+// checkArg checks that args hold name=*want once, or no name when want is
+// nil.
+func checkArg(args []bootstrapv1.Arg, name string, want *string) {
+	var got []bootstrapv1.Arg
+	for _, a := range args {
+		if a.Name == name {
+			got = append(got, a)
+		}
+	}
+	if want == nil {
+		ExpectWithOffset(1, got).To(BeEmpty(), "argument %s", name)
+		return
+	}
+	ExpectWithOffset(1, got).To(Equal([]bootstrapv1.Arg{{Name: name, Value: want}}), "argument %s", name)
+}
+
+func checkNodeRegistration(nr bootstrapv1.NodeRegistrationOptions, cloud *string) {
+	checkArg(nr.KubeletExtraArgs, "cloud-provider", cloud)
 	Expect(nr.KubeletExtraArgs).To(ContainElement(bootstrapv1.Arg{Name: "fail-cgroupv1", Value: ptr.To("false")}))
 	Expect(nr.KubeletExtraArgs).To(ContainElement(bootstrapv1.Arg{Name: "eviction-hard", Value: ptr.To("nodefs.available<0%,nodefs.inodesFree<0%,imagefs.available<0%")}))
 	Expect(nr.IgnorePreflightErrors).To(ContainElement("SystemVerification"))

@@ -19,3 +19,12 @@ var _ = Describe("When a control-plane machine fails", func() {
 		return specs.MachineHealthCheckSpecInput{CommonInput: commonInput(), Mode: specs.ControlPlaneRemediation}
 	})
 })
+
+// An instance terminated out of band: with the cloud controller manager
+// (DOCKER_CLOUD_PROVIDER=external), its node-lifecycle controller deletes
+// the Node, and the MachineHealthCheck replaces the Machine.
+var _ = Describe("When a worker machine's instance is terminated", func() {
+	specs.MachineHealthCheckSpec(func() specs.MachineHealthCheckSpecInput {
+		return specs.MachineHealthCheckSpecInput{CommonInput: commonInput(), Mode: specs.WorkerRemediation, Fault: specs.FaultRemoveContainer}
+	})
+})

@@ -82,6 +82,14 @@ type CommonInput struct {
 	// self-hosted cluster too). If unset, nothing is called.
 	PostNamespaceCreated func(managementClusterProxy framework.ClusterProxy, workloadClusterNamespace string)
 
+	// CloudControllerManager, if set, is installed for each workload
+	// cluster right after its objects are created (framework/ccm for the
+	// docker cloud provider; the suite package sets it when the config's
+	// DOCKER_CLOUD_PROVIDER is "external", to match the templates'
+	// --cloud-provider=external), and the specs check its work. If unset,
+	// none is (CAPD initialises the Nodes, as upstream).
+	CloudControllerManager CloudControllerManager
+
 	// Tracker records each workload cluster the spec creates, before it is
 	// created, so that what it leaves is found and removed even if the run
 	// is killed (leak.Tracker; the suite package sets it). If unset,
@@ -361,6 +369,9 @@ func (r *run) createCluster(ctx context.Context, o createOptions) *clusterctl.Ap
 		timeout, poll := r.durations("wait-cluster")
 		Expect(proxy.Create(ctx, yaml, framework.CreateWithPolling(timeout, poll))).To(Succeed(), "apply the cluster template")
 	})
+	if r.in.CloudControllerManager != nil {
+		r.installCloudControllerManager(ctx)
+	}
 	wc := watchClient(proxy)
 	r.step("wait for cluster infrastructure", func() {
 		res.Cluster = r.waitForClusterProvisioned(ctx, wc)
@@ -498,6 +509,16 @@ func (r *run) clusterCleanup(ctx SpecContext) {
 		Expect(client.IgnoreNotFound(c.Delete(ctx, cluster))).To(Succeed(), "delete Cluster %s/%s", r.namespace, r.clusterName)
 		Expect(r.waitForClusterGone(ctx, watchClient(r.mgmt))).To(Succeed())
 	})
+	if r.in.CloudControllerManager != nil {
+		r.step("cleanup: uninstall the cloud controller manager", func() {
+			removed, err := r.in.CloudControllerManager.Uninstall(ctx, r.clusterName)
+			Expect(err).ToNot(HaveOccurred())
+			if len(removed) > 0 {
+				// Services of type LoadBalancer the spec did not delete.
+				r.summary.Set("load balancers removed with the cluster", strings.Join(removed, ", "))
+			}
+		})
+	}
 }
 
 // finalCleanup deletes the namespace, stops the event watch and checks

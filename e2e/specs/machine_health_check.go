@@ -49,6 +49,12 @@ const (
 	// it is attached to: the machine keeps running but nobody hears from
 	// it, so the Node turns Ready=Unknown as above.
 	FaultDisconnectNetwork Fault = "disconnect-network"
+	// FaultRemoveContainer removes the machine's container, as a cloud
+	// instance terminated out of band. With a cloud controller manager,
+	// its node-lifecycle controller deletes the Node (the instance is
+	// gone), and the MachineHealthCheck remediates the Machine whose Node
+	// went; without one, the Node turns Ready=Unknown as above.
+	FaultRemoveContainer Fault = "remove-container"
 	// FaultNodeCondition sets the first non-Ready condition the
 	// MachineHealthCheck watches (e2e.remediation.condition in our
 	// templates) to its unhealthy status on the Node, as upstream's
@@ -126,7 +132,7 @@ func MachineHealthCheckSpec(inputGetter func() MachineHealthCheckSpecInput) {
 			default:
 				Fail(fmt.Sprintf("MachineHealthCheckSpec: unknown Mode %q", mode))
 			}
-			Expect([]Fault{FaultStopContainer, FaultDisconnectNetwork, FaultNodeCondition}).To(ContainElement(fault), "MachineHealthCheckSpec: unknown Fault")
+			Expect([]Fault{FaultStopContainer, FaultDisconnectNetwork, FaultRemoveContainer, FaultNodeCondition}).To(ContainElement(fault), "MachineHealthCheckSpec: unknown Fault")
 
 			r := begin(ctx, spec, in.CommonInput)
 			r.summary.Set("mode", string(mode))
@@ -142,6 +148,7 @@ func MachineHealthCheckSpec(inputGetter func() MachineHealthCheckSpecInput) {
 			m := &mhcRun{run: r, mode: mode, fault: fault, cluster: res.Cluster}
 			m.pickTarget(ctx)
 			m.injectFault(ctx)
+			m.waitCloudControllerManager(ctx)
 			m.waitUnhealthy(ctx)
 			m.waitDeleted(ctx)
 			m.waitReplaced(ctx)
@@ -165,6 +172,8 @@ type mhcRun struct {
 	target    clusterv1.Machine
 	node      string
 	container string
+	// faultAt is when the fault was injected.
+	faultAt time.Time
 }
 
 // selected lists the Machines of the mode that the MachineHealthCheck
@@ -209,7 +218,11 @@ func (m *mhcRun) pickTarget(ctx context.Context) {
 
 func (m *mhcRun) injectFault(ctx context.Context) {
 	m.step(fmt.Sprintf("make Machine unhealthy (%s)", m.fault), func() {
+		m.faultAt = time.Now()
 		switch m.fault {
+		case FaultRemoveContainer:
+			// The instance is terminated: the machine and its disk are gone.
+			Expect(m.in.Runtime.RemoveContainer(ctx, m.container)).To(Succeed())
 		case FaultStopContainer:
 			// No grace period: the machine dies as if it lost power.
 			Expect(m.in.Runtime.Stop(ctx, m.container, 0)).To(Succeed())
@@ -240,6 +253,33 @@ func (m *mhcRun) injectFault(ctx context.Context) {
 			})
 		}
 	})
+}
+
+// waitCloudControllerManager checks, with a cloud controller manager, what
+// its node-lifecycle controller does to the broken machine's Node: a
+// terminated instance's Node is deleted, a stopped one's is tainted as
+// shut down once the Node is NotReady (after kube-controller-manager's
+// node-monitor-grace-period). The times go to the summary.
+func (m *mhcRun) waitCloudControllerManager(ctx context.Context) {
+	if m.in.CloudControllerManager == nil {
+		return
+	}
+	switch m.fault {
+	case FaultRemoveContainer:
+		m.step("wait for the cloud controller manager to delete the terminated machine's Node", func() {
+			wl := m.mgmt.GetWorkloadCluster(ctx, m.namespace, m.clusterName)
+			defer wl.Dispose(ctx)
+			d := m.waitNodeDeleted(ctx, wl, m.node, m.faultAt)
+			m.summary.Set("node deleted after", d.Round(time.Second).String()+" (container removed out of band)")
+		})
+	case FaultStopContainer:
+		m.step("wait for the cloud controller manager to taint the stopped machine's Node as shut down", func() {
+			wl := m.mgmt.GetWorkloadCluster(ctx, m.namespace, m.clusterName)
+			defer wl.Dispose(ctx)
+			d := m.waitNodeTaint(ctx, wl, m.node, m.faultAt)
+			m.summary.Set("shutdown taint after", d.Round(time.Second).String()+" (container stopped)")
+		})
+	}
 }
 
 // waitUnhealthy waits for the MachineHealthCheck to mark the Machine
@@ -338,4 +378,41 @@ func (m *mhcRun) waitReplaced(ctx context.Context) {
 		fmt.Fprintf(GinkgoWriter, "Machine %s (node %s) replaced by %s (node %s) at %s\n",
 			m.target.Name, m.node, replacement.Name, replacement.Status.NodeRef.Name, time.Now().UTC().Format(time.RFC3339))
 	})
+}
+
+// waitNodeTaint waits for the cloud-node-lifecycle controller to taint a
+// stopped machine's Node as shut down, and returns how long it took from
+// since.
+func (r *run) waitNodeTaint(ctx context.Context, wl framework.ClusterProxy, node string, since time.Time) time.Duration {
+	c := watchClient(wl)
+	err := r.wait(c, "wait-machine-remediation", "the shutdown taint on Node "+node, &corev1.NodeList{}).
+		Until(ctx, func(ctx context.Context) (bool, string) {
+			n := &corev1.Node{}
+			if err := c.Get(ctx, client.ObjectKey{Name: node}, n); err != nil {
+				return apierrors.IsNotFound(err), err.Error() // gone already: remediation was quicker
+			}
+			return slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == taintShutdown }), fmt.Sprintf("%d taints", len(n.Spec.Taints))
+		})
+	Expect(err).ToNot(HaveOccurred())
+	return time.Since(since)
+}
+
+// waitNodeDeleted waits for the cloud-node-lifecycle controller to delete
+// the Node of a machine whose container is gone, and returns how long it
+// took from since.
+func (r *run) waitNodeDeleted(ctx context.Context, wl framework.ClusterProxy, node string, since time.Time) time.Duration {
+	c := watchClient(wl)
+	err := r.wait(c, "wait-machine-remediation", "Node "+node+" deleted", &corev1.NodeList{}).
+		Until(ctx, func(ctx context.Context) (bool, string) {
+			err := c.Get(ctx, client.ObjectKey{Name: node}, &corev1.Node{})
+			if apierrors.IsNotFound(err) {
+				return true, ""
+			}
+			if err != nil {
+				return false, err.Error()
+			}
+			return false, "Node " + node + " exists"
+		})
+	Expect(err).ToNot(HaveOccurred())
+	return time.Since(since)
 }

@@ -39,8 +39,16 @@ type QuickStartSpecInput struct {
 // the cluster and checks that no container is left. It is the fast, broad
 // signal meant to block pull requests (label PR-Blocking).
 //
+// With a CloudControllerManager, it also checks that the manager
+// initialised every Node (provider ID, addresses, the instance type,
+// region and zone labels CAPD never sets, no uninitialized taint), and
+// that a Service of type LoadBalancer gets an address that answers HTTP
+// from the host, whose load balancer goes with the Service.
+//
 // Spec name (intervals, namespace, cluster): "quick-start". Intervals:
-// wait-cluster, wait-control-plane, wait-worker-nodes, wait-delete-cluster.
+// wait-cluster, wait-control-plane, wait-worker-nodes, wait-delete-cluster,
+// and with a CloudControllerManager wait-nodes-ready and
+// wait-load-balancer.
 // Variables: KUBERNETES_VERSION.
 func QuickStartSpec(inputGetter func() QuickStartSpecInput) {
 	It("creates a workload cluster whose Machines all become Ready, and deletes it without leftovers",
@@ -56,5 +64,11 @@ func QuickStartSpec(inputGetter func() QuickStartSpecInput) {
 				waiters:                 in.ControlPlaneWaiters,
 				postMachinesProvisioned: in.PostMachinesProvisioned,
 			})
+			if in.CloudControllerManager != nil {
+				wl := r.mgmt.GetWorkloadCluster(ctx, r.namespace, r.clusterName)
+				defer wl.Dispose(ctx)
+				r.checkNodesInitialised(ctx, wl)
+				r.checkLoadBalancer(ctx, wl)
+			}
 		})
 }

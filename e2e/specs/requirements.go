@@ -30,7 +30,7 @@ var createIntervals = []string{"wait-cluster", "wait-control-plane", "wait-worke
 var requirements = []Requirement{
 	{Spec: "quick-start", Label: LabelQuickStart,
 		Variables: []string{varKubernetesVersion}, KubernetesVersions: []string{varKubernetesVersion},
-		Intervals: createIntervals},
+		Intervals: append(slices.Clone(createIntervals), "wait-nodes-ready", "wait-load-balancer")},
 	{Spec: "k8s-upgrade", Label: LabelUpgrade,
 		Variables:          []string{varKubernetesVersionUpgradeFrom, varKubernetesVersionUpgradeTo},
 		KubernetesVersions: []string{varKubernetesVersionUpgradeFrom, varKubernetesVersionUpgradeTo},

@@ -12,7 +12,7 @@ import (
 // interval keys and variables they use, and checks each spec's file and
 // the shared creation code are covered by its Requirement.
 func TestRequirementsListWhatTheCodeUses(t *testing.T) {
-	intervalRE := regexp.MustCompile(`(?:intervals|durations)\("([a-z-]+)"\)`)
+	intervalRE := regexp.MustCompile(`(?:intervals\(|durations\(|wait\(\w+, )"([a-z-]+)"`)
 	variableRE := regexp.MustCompile(`variable\((var[A-Za-z]+)\)`)
 	used := func(file string) (intervals, vars []string) {
 		data, err := os.ReadFile(file)
@@ -32,8 +32,11 @@ func TestRequirementsListWhatTheCodeUses(t *testing.T) {
 		"varKubernetesVersionUpgradeTo": varKubernetesVersionUpgradeTo,
 	}
 	common, _ := used("common.go")
+	waits, _ := used("waits.go")
+	common = append(common, waits...)
 	for file, specNames := range map[string][]string{
 		"quick_start.go":          {"quick-start"},
+		"cloud_provider.go":       {"quick-start"},
 		"cluster_upgrade.go":      {"k8s-upgrade"},
 		"machine_health_check.go": {"md-remediation", "kcp-remediation"},
 		"self_hosted.go":          {"self-hosted"},

@@ -70,6 +70,12 @@ type SelfHostedSpecInput struct {
 // Ready; then, in its cleanup, it moves the objects back to the bootstrap
 // cluster and deletes the cluster from there.
 //
+// The cluster runs without a cloud-controller-manager whatever
+// CommonInput.CloudControllerManager says (its flavor leaves the kubelet's
+// --cloud-provider unset, so CAPD initialises the Nodes): the manager's
+// Deployment is not a Cluster API object, so clusterctl move would leave it
+// behind.
+//
 // Spec name: "self-hosted". Intervals: those of the quick-start, plus
 // wait-controllers and check-no-rollout (which has no upstream equivalent:
 // upstream sleeps three minutes).
@@ -78,6 +84,7 @@ func SelfHostedSpec(inputGetter func() SelfHostedSpecInput) {
 		Label(LabelSelfHosted, LabelClusterctl, LabelSlow), SpecTimeout(SelfHostedTimeout),
 		func(ctx SpecContext) {
 			in := inputGetter()
+			in.CloudControllerManager = nil
 			r := begin(ctx, "self-hosted", in.CommonInput)
 			vars := map[string]string{}
 			if deref(in.PreloadImages, true) && in.E2EConfig.HasDockerProvider() {

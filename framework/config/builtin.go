@@ -130,6 +130,9 @@ func (c *Config) ManagementImages() []Image {
 		add(Image{Name: b.Image, LoadBehavior: MustLoad})
 	}
 	add(Image{Name: c.Build.CertManager.SubstituteImage, LoadBehavior: MustLoad})
+	if c.CloudProviderExternal() {
+		add(Image{Name: c.Build.CloudControllerManager.Image, LoadBehavior: MustLoad})
+	}
 	for _, img := range c.Images {
 		add(img)
 	}
@@ -280,3 +283,27 @@ func (r Registry) PolicyFor(stepID string, published bool) string {
 	}
 	return policy
 }
+
+// VarCloudProvider selects who initialises the workload clusters' Nodes:
+// "external" (the default of the harness's config) runs the docker
+// cloud-controller-manager for each cluster and the templates run the
+// kubelet and kube-controller-manager with --cloud-provider=external; ""
+// leaves it to CAPD, as upstream does.
+const VarCloudProvider = "DOCKER_CLOUD_PROVIDER"
+
+// CloudProviderExternal reports whether workload clusters run the docker
+// cloud-controller-manager (VarCloudProvider is "external").
+func (c *Config) CloudProviderExternal() bool {
+	v, _ := c.LookupVariable(VarCloudProvider)
+	return v == "external"
+}
+
+// CloudControllerManagerDir is where the cloud-controller-manager's
+// module is (cloudprovider/ of the harness).
+func (c *Config) CloudControllerManagerDir() string {
+	return filepath.Join(c.harnessRoot, "cloudprovider")
+}
+
+// CloudControllerManagerPackage is its main package, relative to
+// CloudControllerManagerDir.
+const CloudControllerManagerPackage = "./cmd/capd-cloud-controller-manager"

@@ -101,6 +101,8 @@ func TestLoadMergesAProvidersConfigOverTheHarness(t *testing.T) {
 		"registry.k8s.io/cluster-api/kubeadm-bootstrap-controller:v1.14.2",
 		"registry.k8s.io/cluster-api/kubeadm-control-plane-controller:v1.14.2",
 		"capd-e2e/cert-manager-substitute:v1.21.2",
+		// The harness's DOCKER_CLOUD_PROVIDER is "external".
+		"capd-e2e/cloud-controller-manager:v0.36.3",
 		"example.com/my-provider/manager:dev",
 	}
 	if !slices.Equal(images, want) {
@@ -159,8 +161,13 @@ func TestLoadHarnessConfigHasTheBuiltinProviders(t *testing.T) {
 	if templates < 5 {
 		t.Errorf("CAPD has %d cluster templates, want the 5 flavors of data/", templates)
 	}
+	if n := len(c.ManagementImages()); n != 6 {
+		t.Errorf("ManagementImages() has %d images, want Cluster API's 4, the substitute and the cloud controller manager", n)
+	}
+	// Without the cloud provider, no manager image is loaded.
+	c.Variables[VarCloudProvider] = ""
 	if n := len(c.ManagementImages()); n != 5 {
-		t.Errorf("ManagementImages() has %d images, want Cluster API's 4 and the substitute", n)
+		t.Errorf("with %s=\"\", ManagementImages() has %d images, want 5", VarCloudProvider, n)
 	}
 }
 

@@ -210,6 +210,19 @@ type Build struct {
 	// Registry says where images may be pulled from instead of built, and
 	// where built images are published.
 	Registry Registry `json:"registry,omitempty"`
+
+	// CloudControllerManager is the docker cloud-controller-manager
+	// (cloudprovider/, a module of the harness), built by `make images` and
+	// run for each workload cluster when the variable DOCKER_CLOUD_PROVIDER
+	// is "external" (see VarCloudProvider).
+	CloudControllerManager CloudControllerManager `json:"cloudControllerManager,omitempty"`
+}
+
+// CloudControllerManager is the docker cloud-controller-manager's image.
+type CloudControllerManager struct {
+	// Image is the reference it is built as. If unset, it is not built,
+	// and DOCKER_CLOUD_PROVIDER must not be "external".
+	Image string `json:"image,omitempty"`
 }
 
 // GoImage is an image holding one Go binary.

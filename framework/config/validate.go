@@ -316,6 +316,9 @@ func (b *Build) validate(e *errs) {
 	e.ref("build.certManager.substituteImage", b.CertManager.SubstituteImage)
 	e.version("build.kustomize.version", b.Kustomize.Version)
 
+	if b.CloudControllerManager.Image != "" {
+		e.ref("build.cloudControllerManager.image", b.CloudControllerManager.Image)
+	}
 	for i, g := range b.GoImages {
 		f := fmt.Sprintf("build.goImages[%d]", i)
 		e.ref(f+".image", g.Image)
@@ -420,6 +423,7 @@ func (b *Build) validateCollisions(e *errs) {
 	for i, g := range b.GoImages {
 		add(fmt.Sprintf("build.goImages[%d].image", i), g.Image, fmt.Sprintf("go image %d", i))
 	}
+	add("build.cloudControllerManager.image", b.CloudControllerManager.Image, "cloud controller manager")
 }
 
 // Variables the cross-checks know about.
@@ -460,6 +464,12 @@ func (c *Config) validateCrossChecks(e *errs) {
 		if v, ok := c.LookupVariable(VarCoreDNSVersionUpgradeTo); ok && v != tag(to.CoreDNS.Image) {
 			e.add(field(VarCoreDNSVersionUpgradeTo), "%q is not the CoreDNS tag %q of %s", v, tag(to.CoreDNS.Image), to.Version)
 		}
+	}
+	if v, ok := c.LookupVariable(VarCloudProvider); ok && v != "" && v != "external" {
+		e.add(field(VarCloudProvider), "%q is not \"external\" (the docker cloud-controller-manager) or \"\" (none: CAPD initialises Nodes)", v)
+	}
+	if c.CloudProviderExternal() && c.Build.CloudControllerManager.Image == "" {
+		e.add("build.cloudControllerManager.image", "required: %s is \"external\"", VarCloudProvider)
 	}
 	if v, ok := c.LookupVariable(VarCNI); ok && v != "" {
 		if st, err := os.Stat(c.ResolvePath(v)); err != nil || st.IsDir() {

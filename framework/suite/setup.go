@@ -43,6 +43,7 @@ import (
 
 	"github.com/capd-e2e/capd-e2e/e2e/specs"
 	"github.com/capd-e2e/capd-e2e/framework/bootstrap"
+	"github.com/capd-e2e/capd-e2e/framework/ccm"
 	"github.com/capd-e2e/capd-e2e/framework/certmanager/manifests"
 	"github.com/capd-e2e/capd-e2e/framework/certmanager/webhookcheck"
 	"github.com/capd-e2e/capd-e2e/framework/config"
@@ -158,14 +159,24 @@ func DefaultScheme() *apiruntime.Scheme {
 
 // CommonInput returns the specs' CommonInput for this environment.
 func (e *Environment) CommonInput() specs.CommonInput {
+	var cloud specs.CloudControllerManager
+	if e.Config != nil && e.Config.CloudProviderExternal() {
+		cloud = ccm.Installer{
+			Image:             e.Config.Build.CloudControllerManager.Image,
+			LoadBalancerImage: e.Config.Build.LoadBalancer.Image,
+			RunID:             e.RunID,
+			Engine:            e.Runtime,
+		}
+	}
 	return specs.CommonInput{
-		E2EConfig:             e.E2EConfig,
-		ClusterctlConfigPath:  e.ClusterctlConfigPath,
-		BootstrapClusterProxy: e.BootstrapClusterProxy,
-		ArtifactFolder:        e.ArtifactFolder,
-		Runtime:               e.Runtime,
-		SkipCleanup:           e.SkipCleanup,
-		Tracker:               e.tracker,
+		CloudControllerManager: cloud,
+		E2EConfig:              e.E2EConfig,
+		ClusterctlConfigPath:   e.ClusterctlConfigPath,
+		BootstrapClusterProxy:  e.BootstrapClusterProxy,
+		ArtifactFolder:         e.ArtifactFolder,
+		Runtime:                e.Runtime,
+		SkipCleanup:            e.SkipCleanup,
+		Tracker:                e.tracker,
 	}
 }
 

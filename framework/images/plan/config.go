@@ -184,6 +184,15 @@ func New(cfg *config.Config, opts Options) (*Plan, error) {
 			return nil, err
 		}
 	}
+	if img := b.CloudControllerManager.Image; img != "" {
+		// Built from the harness's own cloudprovider module, like a
+		// provider's image from its directory.
+		gi := config.GoImage{Image: img, Dir: cfg.CloudControllerManagerDir(), Package: config.CloudControllerManagerPackage,
+			Binary: "/usr/local/bin/capd-cloud-controller-manager"}
+		if err := g.goImage(gi, rootfsImage); err != nil {
+			return nil, err
+		}
+	}
 
 	if g.err != nil {
 		return nil, g.err

@@ -18,7 +18,17 @@ import (
 const repoConfig = "../../../config/e2e.yaml"
 
 // fixed toolchain and arch, so the tests do not depend on the machine.
-var testOpts = Options{GoVersion: "go1.26.8", Arch: "amd64"}
+// testOpts hash every local Go package (the harness's own
+// cloud-controller-manager is one) as "h-<package>".
+var testOpts = Options{GoVersion: "go1.26.8", Arch: "amd64", SourceHashes: fixedHashes}
+
+func fixedHashes(_ string, pkgs, _ []string) (map[string]SourceInfo, error) {
+	out := map[string]SourceInfo{}
+	for _, p := range pkgs {
+		out[p] = SourceInfo{ImportPath: p, Hash: "h-" + p}
+	}
+	return out, nil
+}
 
 func loadConfig(t *testing.T) *config.Config {
 	t.Helper()
@@ -83,6 +93,7 @@ func TestNewFromRepoConfig(t *testing.T) {
 	want := []string{
 		"cert-manager-substitute", "cluster-api/core", "cluster-api/docker", "cluster-api/kubeadm-bootstrap",
 		"cluster-api/kubeadm-control-plane", "coredns/v1.14.2", "coredns/v1.14.6", "etcd/v3.6.8", "etcd/v3.7.0",
+		"go-image/capd-e2e/cloud-controller-manager:v0.36.3",
 		"haproxy", "kind-base", "kube-apiserver/v1.36.3", "kube-apiserver/v1.37.2",
 		"kube-controller-manager/v1.36.3", "kube-controller-manager/v1.37.2", "kube-proxy/v1.36.3",
 		"kube-proxy/v1.37.2", "kube-router", "kube-scheduler/v1.36.3", "kube-scheduler/v1.37.2",
@@ -205,9 +216,10 @@ func TestDecide(t *testing.T) {
 		{
 			name:   "Go toolchain rebuilds every Go-built image",
 			change: func(*config.Config) {},
-			opts:   &Options{GoVersion: "go1.26.9", Arch: "amd64"},
+			opts:   &Options{GoVersion: "go1.26.9", Arch: "amd64", SourceHashes: fixedHashes},
 			want: []string{"cert-manager-substitute", "cluster-api/core", "cluster-api/docker", "cluster-api/kubeadm-bootstrap",
 				"cluster-api/kubeadm-control-plane", "coredns/v1.14.2", "coredns/v1.14.6", "etcd/v3.6.8", "etcd/v3.7.0",
+				"go-image/capd-e2e/cloud-controller-manager:v0.36.3",
 				"kind-base", "kube-apiserver/v1.36.3", "kube-apiserver/v1.37.2",
 				"kube-controller-manager/v1.36.3", "kube-controller-manager/v1.37.2", "kube-proxy/v1.36.3",
 				"kube-proxy/v1.37.2", "kube-router", "kube-scheduler/v1.36.3", "kube-scheduler/v1.37.2",
@@ -450,7 +462,7 @@ func TestClusterAPIFromATreeRebuildsOnlyWhatChanged(t *testing.T) {
 	opts := testOpts
 	opts.SourceHashes = stub.fn
 	before := newPlan(t, c, opts)
-	if want := []string{tree, filepath.Join(tree, "test")}; !slices.Equal(stub.dirs, want) {
+	if want := []string{tree, filepath.Join(tree, "test"), c.CloudControllerManagerDir()}; !slices.Equal(stub.dirs, want) {
 		t.Errorf("hashed %v, want one go list per module %v", stub.dirs, want)
 	}
 	capd, _ := before.Step(IDCAPD)
@@ -491,7 +503,9 @@ func TestGoImages(t *testing.T) {
 	if a.Inputs[InputModule] != "example.com/p" || a.Inputs[InputFrom] != "capd-e2e/debian-net:trixie" || !slices.Equal(a.Deps, []string{"rootfs/net"}) {
 		t.Errorf("module go image = %+v", a)
 	}
-	if _, err := New(c, testOpts); err == nil || !strings.Contains(err.Error(), "needs Options.SourceHashes") {
+	noHashes := testOpts
+	noHashes.SourceHashes = nil
+	if _, err := New(c, noHashes); err == nil || !strings.Contains(err.Error(), "needs Options.SourceHashes") {
 		t.Errorf("New without SourceHashes = %v", err)
 	}
 }

@@ -1,0 +1,219 @@
+package specs
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"sigs.k8s.io/cluster-api/test/framework"
+
+	"github.com/capd-e2e/capd-e2e/framework/ccm/names"
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
+)
+
+// CloudControllerManager installs a workload cluster's
+// cloud-controller-manager in the management cluster (framework/ccm does,
+// for the docker cloud provider). The specs install it right after the
+// cluster's objects are created, before any Node registers, and uninstall
+// it once the Cluster is deleted.
+type CloudControllerManager interface {
+	// Install installs the manager of cluster in namespace; the Cluster
+	// exists.
+	Install(ctx context.Context, c client.Client, namespace, cluster string) error
+	// Uninstall removes what the manager of cluster made outside the
+	// management cluster (its load balancers) and returns their names; the
+	// Cluster is gone.
+	Uninstall(ctx context.Context, cluster string) ([]string, error)
+}
+
+// Taints the cloud-node and cloud-node-lifecycle controllers manage.
+const (
+	taintUninitialized = "node.cloudprovider.kubernetes.io/uninitialized"
+	taintShutdown      = "node.cloudprovider.kubernetes.io/shutdown"
+)
+
+func (r *run) installCloudControllerManager(ctx context.Context) {
+	r.step("install the cloud controller manager", func() {
+		Expect(r.in.CloudControllerManager.Install(ctx, r.mgmt.GetClient(), r.namespace, r.clusterName)).To(Succeed())
+	})
+}
+
+// nodeInitialised says what the cloud controller manager has not done yet
+// to a Node, or "" when it has done it all: the provider ID CAPD would set,
+// the addresses, the instance type, region and zone labels CAPD never
+// sets, and no uninitialized taint.
+func nodeInitialised(n *corev1.Node) string {
+	var missing []string
+	if n.Spec.ProviderID != names.ProviderIDPrefix+n.Name {
+		missing = append(missing, fmt.Sprintf("providerID %q", n.Spec.ProviderID))
+	}
+	if !slices.ContainsFunc(n.Status.Addresses, func(a corev1.NodeAddress) bool { return a.Type == corev1.NodeInternalIP && a.Address != "" }) {
+		missing = append(missing, "no InternalIP")
+	}
+	if t := n.Labels[corev1.LabelInstanceTypeStable]; t != names.InstanceTypeControlPlane && t != names.InstanceTypeWorker {
+		missing = append(missing, fmt.Sprintf("instance type %q", t))
+	}
+	if n.Labels[corev1.LabelTopologyRegion] != names.Region {
+		missing = append(missing, fmt.Sprintf("region %q", n.Labels[corev1.LabelTopologyRegion]))
+	}
+	if n.Labels[corev1.LabelTopologyZone] == "" {
+		missing = append(missing, "no zone")
+	}
+	if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == taintUninitialized }) {
+		missing = append(missing, "uninitialized taint")
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return n.Name + ": " + strings.Join(missing, ", ")
+}
+
+// checkNodesInitialised waits until the cloud controller manager has
+// initialised every Node of the workload cluster, and records what it
+// set.
+func (r *run) checkNodesInitialised(ctx context.Context, wl framework.ClusterProxy) {
+	r.step("check the cloud controller manager initialised every Node", func() {
+		c := watchClient(wl)
+		nodes := &corev1.NodeList{}
+		err := r.wait(c, "wait-nodes-ready", "every Node of "+r.clusterName+" initialised by the cloud controller manager", &corev1.NodeList{}).
+			Until(ctx, func(ctx context.Context) (bool, string) {
+				if err := c.List(ctx, nodes); err != nil {
+					return false, err.Error()
+				}
+				var missing []string
+				for i := range nodes.Items {
+					if m := nodeInitialised(&nodes.Items[i]); m != "" {
+						missing = append(missing, m)
+					}
+				}
+				return len(nodes.Items) > 0 && len(missing) == 0, strings.Join(missing, "; ")
+			})
+		Expect(err).ToNot(HaveOccurred())
+		for _, n := range nodes.Items {
+			var ips []string
+			for _, a := range n.Status.Addresses {
+				ips = append(ips, string(a.Type)+"="+a.Address)
+			}
+			r.summary.Set("node "+n.Name, fmt.Sprintf("providerID %s, %s, instance-type %s, region %s, zone %s, taints %d",
+				n.Spec.ProviderID, strings.Join(ips, " "), n.Labels[corev1.LabelInstanceTypeStable],
+				n.Labels[corev1.LabelTopologyRegion], n.Labels[corev1.LabelTopologyZone], len(n.Spec.Taints)))
+		}
+	})
+}
+
+// checkLoadBalancer exposes an HTTP server (the cluster's own CoreDNS
+// image, serving its health endpoint) through a Service of type
+// LoadBalancer, waits for the cloud controller manager to give it an
+// address, checks the address answers from the host, deletes the Service
+// and checks its load balancer container is gone.
+func (r *run) checkLoadBalancer(ctx context.Context, wl framework.ClusterProxy) {
+	const namespace, name = "default", "capd-e2e-lb"
+	c := wl.GetClient()
+	var ip string
+	r.step("a LoadBalancer Service gets an address", func() {
+		coredns := &appsv1.Deployment{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "coredns"}, coredns)).To(Succeed())
+		image := coredns.Spec.Template.Spec.Containers[0].Image // in every node image: nothing to pull
+		labels := map[string]string{"app": name}
+		objs := []client.Object{
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+				Data: map[string]string{"Corefile": ".:1053 {\n    health :8080\n    whoami\n}\n"}},
+			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To[int32](1),
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "http", Image: image, ImagePullPolicy: corev1.PullNever,
+						Args:         []string{"-conf", "/etc/coredns/Corefile"},
+						Ports:        []corev1.ContainerPort{{ContainerPort: 8080}},
+						VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/coredns"}}}},
+					Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+						LocalObjectReference: corev1.LocalObjectReference{Name: name}}}}},
+					// Any node will do, the control plane's included.
+					Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+				}},
+			}},
+			&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: corev1.ServiceSpec{
+				Type:     corev1.ServiceTypeLoadBalancer,
+				Selector: labels,
+				Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}},
+			}},
+		}
+		for _, o := range objs {
+			Expect(c.Create(ctx, o)).To(Succeed(), "create %T %s", o, name)
+		}
+		wc := watchClient(wl)
+		svc := &corev1.Service{}
+		err := r.wait(wc, "wait-load-balancer", "an address for Service "+name, &corev1.ServiceList{}).
+			Until(ctx, func(ctx context.Context) (bool, string) {
+				if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, svc); err != nil {
+					return false, err.Error()
+				}
+				for _, in := range svc.Status.LoadBalancer.Ingress {
+					if in.IP != "" {
+						ip = in.IP
+						return true, ""
+					}
+				}
+				return false, "no ingress address yet"
+			})
+		Expect(err).ToNot(HaveOccurred())
+		r.summary.Set("load balancer address", ip)
+	})
+	r.step("the LoadBalancer address answers from the host", func() {
+		timeout, poll := r.durations("wait-load-balancer")
+		url := "http://" + ip + ":80/health"
+		var body string
+		hc := &http.Client{Timeout: 5 * time.Second}
+		Eventually(ctx, func() error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				return err
+			}
+			resp, err := hc.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+			if err != nil {
+				return err
+			}
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("GET %s: %s", url, resp.Status)
+			}
+			body = strings.TrimSpace(string(b))
+			return nil
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		r.summary.Set("load balancer answer", fmt.Sprintf("GET %s: 200 %q", url, body))
+		fmt.Fprintf(GinkgoWriter, "GET %s: 200 %q\n", url, body)
+	})
+	r.step("deleting the Service removes its load balancer", func() {
+		filter := runtime.Filter{Labels: map[string]string{names.LabelService: namespace + "/" + name, names.LabelCluster: r.clusterName}}
+		before, err := r.in.Runtime.ListContainers(ctx, filter)
+		Expect(err).ToNot(HaveOccurred())
+		Expect(before).To(HaveLen(1), "one load balancer container serves Service %s/%s", namespace, name)
+		r.summary.Set("load balancer container", before[0].Name+" ("+before[0].Image+")")
+		Expect(c.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})).To(Succeed())
+		timeout, poll := r.durations("wait-load-balancer")
+		Eventually(ctx, func() ([]runtime.Container, error) {
+			return r.in.Runtime.ListContainers(ctx, filter)
+		}).WithTimeout(timeout).WithPolling(poll).Should(BeEmpty(), "the load balancer of the deleted Service is still there")
+		Eventually(ctx, func() bool {
+			return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &corev1.Service{}))
+		}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue(), "the Service's finalizer was not released")
+	})
+}
