@@ -35,6 +35,7 @@ import (
 	"time"
 
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	"sigs.k8s.io/cluster-api/test/framework"
@@ -394,10 +395,31 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 	}
 
 	if err := phase("check that every provider webhook serves a certificate its caBundle trusts", func() error {
-		return webhookcheck.Check(ctx, webhookcheck.Input{
-			Client: env.BootstrapClusterProxy.GetClient(),
-			Dial:   webhookcheck.PortForward(env.BootstrapClusterProxy.GetRESTConfig()),
+		// The CA injector fills the caBundles after the Certificates are
+		// issued, which may be after clusterctl init saw the Deployments
+		// available: an empty or stale caBundle is retried until
+		// wait-controllers' timeout, then reported as last seen.
+		timeout, _, err := cfg.Intervals(env.BootstrapClusterProxy.GetName(), "wait-controllers")
+		if err != nil {
+			return err
+		}
+		var last error
+		attempts := 0
+		err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+			attempts++
+			last = webhookcheck.Check(ctx, webhookcheck.Input{
+				Client: env.BootstrapClusterProxy.GetClient(),
+				Dial:   webhookcheck.PortForward(env.BootstrapClusterProxy.GetRESTConfig()),
+			})
+			return last == nil, nil
 		})
+		if err != nil && last != nil {
+			return fmt.Errorf("after %d attempts in %s: %w", attempts, timeout, last)
+		}
+		if attempts > 1 {
+			log("setup: the webhook check passed at attempt %d", attempts)
+		}
+		return err
 	}); err != nil {
 		return env, err
 	}
