@@ -56,10 +56,15 @@ start() {
   PID=$!
 }
 
-# wait_log NAME PATTERN TIMEOUT_S: waits until the run's log matches.
+# wait_log NAME PATTERN TIMEOUT_S PID: waits until the run's log matches;
+# fails at once if the run (PID) ended first: the fault could not be
+# injected where the scenario says.
 wait_log() {
   for _ in $(seq "$3"); do
     grep -qE "$2" "$OUT/$1/run.log" 2>/dev/null && return 0
+    if ! kill -0 "$4" 2>/dev/null; then
+      log "$1: the run ended before '$2' appeared"; return 1
+    fi
     sleep 1
   done
   log "$1: '$2' did not appear within $3s"; return 1
@@ -67,6 +72,7 @@ wait_log() {
 
 RESULTS=()
 FAILED=0
+MISSED=
 # check NAME PHASE RC EXPECT SIGNAL_TIME ARTIFACT...: records a row. The
 # run must have exited as EXPECT says (fail: non-zero, pass: zero), left
 # nothing, written a JUnit report and the artifacts listed (globs).
@@ -74,6 +80,9 @@ check() {
   local name=$1 phase=$2 rc=$3 expect=$4 t_signal=$5; shift 5
   local end; end=$(date +%s)
   local left junit artifacts="yes" ok=true secrets
+  if [[ -n $MISSED ]]; then
+    ok=false; phase="$phase (NOT REACHED: $MISSED)"; MISSED=
+  fi
   # An independent scan of what the run published (ci-e2e.sh scanned and
   # redacted it too; this checks that it did).
   if hack/tools/bin/capd-e2e-secrets scan "$OUT/$name/artifacts" >"$OUT/$name/secrets-scan.txt" 2>&1; then
@@ -106,7 +115,13 @@ interrupt() {
   local name=$1 when=$2 signals=$3 target=${TARGET:-ci}
   start "$name"
   local pid=$PID
-  wait_log "$name" "$when" 900
+  if ! wait_log "$name" "$when" 900 "$pid"; then
+    MISSED="the run ended before: $when"
+    local rc=0
+    wait "$pid" || rc=$?
+    SIGNAL_TIME=- RC=$rc
+    return
+  fi
   local t; t=$(date +%s)
   for s in $signals; do
     if [[ $target == suite ]]; then
@@ -155,7 +170,7 @@ for f in $FAULTS; do
   killed-rerun)
     start "$f"
     pid=$PID
-    wait_log "$f" "wait for control plane initialized" 900
+    wait_log "$f" "wait for control plane initialized" 900 "$pid" || MISSED="the run ended before: wait for control plane initialized"
     kill -KILL -- "-$pid" 2>/dev/null || true
     pkill -KILL -f 'e2e\.test .*-e2e\.config' || true
     wait "$pid" 2>/dev/null || true
