@@ -5,6 +5,9 @@
 # what is wrong and the exact command that would fix it. It changes the host
 # only when CAPD_E2E_FIX_ENGINE=true (this project's CI sets it; see
 # README.md, "The engine", for exactly what that changes):
+#   - fs.inotify limits below kind's recommendation (512 instances, 524288
+#     watches): raise them with sysctl -w, until reboot (with
+#     --privileged-nesting; without the opt-in it only warns);
 #   - no engine answers, dockerd is installed: start dockerd (its pid in
 #     /run/capd-e2e-dockerd.pid, its log in /var/log/capd-e2e-dockerd.log);
 #   - Docker < 23 on a host whose capability bounding set lacks
@@ -71,6 +74,25 @@ fi
 version=$(docker version --format '{{.Server.Version}}')
 log "engine $version at ${DOCKER_HOST:-unix:///var/run/docker.sock}"
 $privileged || exit 0
+
+# Every kind and CAPD node runs containerd and a kubelet, each with inotify
+# instances of their own: with the kernel's default of 128 instances per
+# user, a second cluster's containerd fails to start its CRI plugin ("failed
+# to create fsnotify watcher: too many open files") once a few clusters run
+# at once (seen: two concurrent quick-starts). kind's documentation asks for
+# these values.
+want_instances=512 want_watches=524288
+instances=$(cat /proc/sys/fs/inotify/max_user_instances 2>/dev/null || echo 0)
+watches=$(cat /proc/sys/fs/inotify/max_user_watches 2>/dev/null || echo 0)
+if (( instances < want_instances || watches < want_watches )); then
+  if $fix; then
+    log "raising fs.inotify.max_user_instances to $want_instances and max_user_watches to $want_watches (were $instances and $watches; until reboot)"
+    sysctl -q -w fs.inotify.max_user_instances=$(( instances > want_instances ? instances : want_instances )) \
+      fs.inotify.max_user_watches=$(( watches > want_watches ? watches : want_watches ))
+  else
+    log "warning: fs.inotify.max_user_instances=$instances, max_user_watches=$watches: enough for one run, but several clusters at once (GINKGO_NODES>1, concurrent runs) fail with \"too many open files\"; fix: sysctl -w fs.inotify.max_user_instances=$want_instances fs.inotify.max_user_watches=$want_watches (or rerun with CAPD_E2E_FIX_ENGINE=true)"
+  fi
+fi
 
 major=${version%%.*}
 capbnd=$(awk '/^CapBnd/ {print $2}' /proc/self/status)
