@@ -287,48 +287,49 @@ func (m *mhcRun) waitCloudControllerManager(ctx context.Context) {
 // quicker than a poll).
 func (m *mhcRun) waitUnhealthy(ctx context.Context) {
 	m.step("wait for the MachineHealthCheck to mark the Machine unhealthy", func() {
-		timeout, poll := m.durations("wait-machine-remediation")
-		Eventually(ctx, func(g Gomega) {
-			mc := &clusterv1.Machine{}
-			err := m.mgmt.GetClient().Get(ctx, client.ObjectKeyFromObject(&m.target), mc)
-			if apierrors.IsNotFound(err) || (err == nil && mc.UID != m.target.UID) {
-				return
-			}
-			g.Expect(err).ToNot(HaveOccurred())
-			g.Expect(mc.Status.Conditions).To(ContainElement(And(
-				HaveField("Type", clusterv1.MachineHealthCheckSucceededCondition),
-				HaveField("Status", metav1.ConditionFalse),
-			)), "Machine %s is not marked unhealthy", mc.Name)
-		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		c := watchClient(m.mgmt)
+		err := m.wait(c, "wait-machine-remediation", "Machine "+m.target.Name+" marked unhealthy", &clusterv1.MachineList{}, m.clusterLabels()).
+			Until(ctx, func(ctx context.Context) (bool, string) {
+				mc := &clusterv1.Machine{}
+				err := c.Get(ctx, client.ObjectKeyFromObject(&m.target), mc)
+				if apierrors.IsNotFound(err) || (err == nil && mc.UID != m.target.UID) {
+					return true, ""
+				}
+				if err != nil {
+					return false, err.Error()
+				}
+				unhealthy := slices.ContainsFunc(mc.Status.Conditions, func(c metav1.Condition) bool {
+					return c.Type == clusterv1.MachineHealthCheckSucceededCondition && c.Status == metav1.ConditionFalse
+				})
+				return unhealthy, "Machine " + mc.Name + " is not marked unhealthy"
+			})
+		Expect(err).ToNot(HaveOccurred())
 	})
 }
 
 func (m *mhcRun) waitDeleted(ctx context.Context) {
 	m.step("wait for the unhealthy Machine, its Node and its container to be gone", func() {
 		timeout, poll := m.durations("wait-machine-remediation")
-		Eventually(ctx, func() error {
-			mc := &clusterv1.Machine{}
-			err := m.mgmt.GetClient().Get(ctx, client.ObjectKeyFromObject(&m.target), mc)
-			switch {
-			case apierrors.IsNotFound(err):
-				return nil
-			case err != nil:
-				return err
-			case mc.UID != m.target.UID:
-				return nil // deleted, and a Machine of the same name made since
-			}
-			return fmt.Errorf("Machine %s still exists (deleting: %t)", mc.Name, !mc.DeletionTimestamp.IsZero())
-		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		c := watchClient(m.mgmt)
+		err := m.wait(c, "wait-machine-remediation", "Machine "+m.target.Name+" gone", &clusterv1.MachineList{}, m.clusterLabels()).
+			Until(ctx, func(ctx context.Context) (bool, string) {
+				mc := &clusterv1.Machine{}
+				err := c.Get(ctx, client.ObjectKeyFromObject(&m.target), mc)
+				switch {
+				case apierrors.IsNotFound(err):
+					return true, ""
+				case err != nil:
+					return false, err.Error()
+				case mc.UID != m.target.UID:
+					return true, "" // deleted, and a Machine of the same name made since
+				}
+				return false, fmt.Sprintf("Machine %s still exists (deleting: %t)", mc.Name, !mc.DeletionTimestamp.IsZero())
+			})
+		Expect(err).ToNot(HaveOccurred())
 
 		wl := m.mgmt.GetWorkloadCluster(ctx, m.namespace, m.clusterName)
 		defer wl.Dispose(ctx)
-		Eventually(ctx, func() error {
-			err := wl.GetClient().Get(ctx, types.NamespacedName{Name: m.node}, &corev1.Node{})
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return fmt.Errorf("Node %s still exists (%v)", m.node, err)
-		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+		m.waitNodeDeleted(ctx, wl, m.node, time.Now())
 
 		// CAPD removes the container before the Machine goes; anything
 		// else is a leak of the real provider's kind.
@@ -347,29 +348,45 @@ func (m *mhcRun) waitDeleted(ctx context.Context) {
 
 func (m *mhcRun) waitReplaced(ctx context.Context) {
 	m.step("wait for a new Machine with a new, Ready Node", func() {
-		timeout, poll := m.durations("wait-machine-remediation")
 		wl := m.mgmt.GetWorkloadCluster(ctx, m.namespace, m.clusterName)
 		defer wl.Dispose(ctx)
 		var replacement clusterv1.Machine
-		Eventually(ctx, func(g Gomega) {
-			machines := m.selected(ctx)
-			g.Expect(machines).To(HaveLen(len(m.before)), "the MachineHealthCheck should select as many Machines as before")
-			var fresh []clusterv1.Machine
-			for _, mc := range machines {
-				g.Expect(mc.UID).ToNot(Equal(m.target.UID), "the unhealthy Machine is still there")
-				if !slices.Contains(m.before, mc.Name) {
-					fresh = append(fresh, mc)
+		err := m.wait(watchClient(m.mgmt), "wait-machine-remediation", "a new Machine with a Node replacing "+m.target.Name, &clusterv1.MachineList{}, m.clusterLabels()).
+			Until(ctx, func(ctx context.Context) (bool, string) {
+				machines := m.selected(ctx)
+				if len(machines) != len(m.before) {
+					return false, fmt.Sprintf("the MachineHealthCheck selects %d Machines, not %d as before", len(machines), len(m.before))
 				}
-			}
-			g.Expect(fresh).To(HaveLen(1), "exactly one Machine should be new")
-			replacement = fresh[0]
-			g.Expect(replacement.Status.NodeRef.IsDefined()).To(BeTrue(), "new Machine %s has no Node yet", replacement.Name)
-			node := &corev1.Node{}
-			g.Expect(wl.GetClient().Get(ctx, types.NamespacedName{Name: replacement.Status.NodeRef.Name}, node)).To(Succeed())
-			g.Expect(node.Status.Conditions).To(ContainElement(And(
-				HaveField("Type", corev1.NodeReady), HaveField("Status", corev1.ConditionTrue),
-			)), "Node %s is not Ready", node.Name)
-		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+				var fresh []clusterv1.Machine
+				for _, mc := range machines {
+					if mc.UID == m.target.UID {
+						return false, "the unhealthy Machine is still there"
+					}
+					if !slices.Contains(m.before, mc.Name) {
+						fresh = append(fresh, mc)
+					}
+				}
+				if len(fresh) != 1 {
+					return false, fmt.Sprintf("%d new Machines, want exactly 1", len(fresh))
+				}
+				replacement = fresh[0]
+				return replacement.Status.NodeRef.IsDefined(), "new Machine " + replacement.Name + " has no Node yet"
+			})
+		Expect(err).ToNot(HaveOccurred())
+		wc := watchClient(wl)
+		node := replacement.Status.NodeRef.Name
+		err = m.wait(wc, "wait-machine-remediation", "Node "+node+" Ready", &corev1.NodeList{}).
+			Until(ctx, func(ctx context.Context) (bool, string) {
+				n := &corev1.Node{}
+				if err := wc.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
+					return false, err.Error()
+				}
+				ready := slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
+					return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+				})
+				return ready, "Node " + node + " is not Ready"
+			})
+		Expect(err).ToNot(HaveOccurred())
 
 		Expect(replacement.Name).ToNot(Equal(m.target.Name))
 		Expect(replacement.UID).ToNot(Equal(m.target.UID))
