@@ -72,16 +72,66 @@ func Check(ctx context.Context, in Input) error {
 	if err != nil {
 		return err
 	}
-	var errs []error
+	// Webhooks of one Service with the same caBundle (every CRD of a
+	// provider converts through its one webhook Service) give the same
+	// answer: each such pair is dialled once, and the distinct ones at
+	// once, a few at a time, since each dial is a port-forward through
+	// the API server.
+	var keep []target
+	results := map[checkKey]error{}
+	var unique []target
 	for _, t := range targets {
 		if len(in.Namespaces) > 0 && !contains(in.Namespaces, t.service.Namespace) {
 			continue
 		}
-		if err := checkOne(ctx, in, t); err != nil {
+		keep = append(keep, t)
+		if _, seen := results[t.key()]; !seen {
+			results[t.key()] = nil
+			unique = append(unique, t)
+		}
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxParallelDials)
+	for _, t := range unique {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			err := checkOne(ctx, in, t)
+			mu.Lock()
+			results[t.key()] = err
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	var errs []error
+	for _, t := range keep {
+		if err := results[t.key()]; err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", t.what, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// maxParallelDials bounds the port-forwards Check has open at once.
+const maxParallelDials = 4
+
+// checkKey identifies what a check depends on: the Service, its port and
+// the caBundle.
+type checkKey struct {
+	namespace, name string
+	port            int32
+	caBundle        string
+}
+
+func (t target) key() checkKey {
+	port := int32(443)
+	if t.service.Port != nil {
+		port = *t.service.Port
+	}
+	return checkKey{t.service.Namespace, t.service.Name, port, string(t.caBundle)}
 }
 
 func contains(l []string, s string) bool {

@@ -12,6 +12,7 @@ import (
 	"math/big"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -152,5 +153,35 @@ func TestCheckWrongName(t *testing.T) {
 	err := Check(context.Background(), Input{Client: cluster(t, certPEM, certPEM), Dial: serve(t, cert)})
 	if err == nil || !strings.Contains(err.Error(), "capi-webhook-service.capi-system.svc") {
 		t.Errorf("err = %v, want a name mismatch for capi-webhook-service.capi-system.svc", err)
+	}
+}
+
+// TestCheckDialsEachServiceAndCAOnce: webhooks of one Service with one
+// caBundle are checked with one connection; a different caBundle is its
+// own check.
+func TestCheckDialsEachServiceAndCAOnce(t *testing.T) {
+	cert, certPEM := selfSigned(t, "capi-webhook-service.capi-system.svc")
+	_, otherPEM := selfSigned(t, "capi-webhook-service.capi-system.svc")
+	dial := serve(t, cert)
+	var mu sync.Mutex
+	dials := 0
+	counting := func(ctx context.Context, pod types.NamespacedName, port int32) (net.Conn, error) {
+		mu.Lock()
+		dials++
+		mu.Unlock()
+		return dial(ctx, pod, port)
+	}
+	if err := Check(context.Background(), Input{Client: cluster(t, certPEM, certPEM), Dial: counting}); err != nil {
+		t.Fatal(err)
+	}
+	if dials != 1 {
+		t.Errorf("two webhooks of one Service with one caBundle: %d dials, want 1", dials)
+	}
+	dials = 0
+	if err := Check(context.Background(), Input{Client: cluster(t, certPEM, otherPEM), Dial: counting}); err == nil {
+		t.Error("the CRD's wrong caBundle was not reported")
+	}
+	if dials != 2 {
+		t.Errorf("two caBundles: %d dials, want 2", dials)
 	}
 }
