@@ -290,9 +290,8 @@ func (m *mhcRun) waitUnhealthy(ctx context.Context) {
 		c := watchClient(m.mgmt)
 		err := m.wait(c, "wait-machine-remediation", "Machine "+m.target.Name+" marked unhealthy", &clusterv1.MachineList{}, m.clusterLabels()).
 			Until(ctx, func(ctx context.Context) (bool, string) {
-				mc := &clusterv1.Machine{}
-				err := c.Get(ctx, client.ObjectKeyFromObject(&m.target), mc)
-				if apierrors.IsNotFound(err) || (err == nil && mc.UID != m.target.UID) {
+				mc, gone, err := m.getTarget(ctx, c)
+				if gone {
 					return true, ""
 				}
 				if err != nil {
@@ -307,21 +306,29 @@ func (m *mhcRun) waitUnhealthy(ctx context.Context) {
 	})
 }
 
+// getTarget reads the unhealthy Machine; gone is true once it is deleted
+// (not found, or a Machine of the same name made since).
+func (m *mhcRun) getTarget(ctx context.Context, c client.Reader) (mc *clusterv1.Machine, gone bool, err error) {
+	mc = &clusterv1.Machine{}
+	err = c.Get(ctx, client.ObjectKeyFromObject(&m.target), mc)
+	if apierrors.IsNotFound(err) || (err == nil && mc.UID != m.target.UID) {
+		return mc, true, nil
+	}
+	return mc, false, err
+}
+
 func (m *mhcRun) waitDeleted(ctx context.Context) {
 	m.step("wait for the unhealthy Machine, its Node and its container to be gone", func() {
 		timeout, poll := m.durations("wait-machine-remediation")
 		c := watchClient(m.mgmt)
 		err := m.wait(c, "wait-machine-remediation", "Machine "+m.target.Name+" gone", &clusterv1.MachineList{}, m.clusterLabels()).
 			Until(ctx, func(ctx context.Context) (bool, string) {
-				mc := &clusterv1.Machine{}
-				err := c.Get(ctx, client.ObjectKeyFromObject(&m.target), mc)
-				switch {
-				case apierrors.IsNotFound(err):
+				mc, gone, err := m.getTarget(ctx, c)
+				if gone {
 					return true, ""
-				case err != nil:
+				}
+				if err != nil {
 					return false, err.Error()
-				case mc.UID != m.target.UID:
-					return true, "" // deleted, and a Machine of the same name made since
 				}
 				return false, fmt.Sprintf("Machine %s still exists (deleting: %t)", mc.Name, !mc.DeletionTimestamp.IsZero())
 			})

@@ -353,12 +353,7 @@ func (b *bundle) commandOutcome(i int, s step, lost string) outcome {
 	case timedOut(code, took, limit):
 		f.Error = fmt.Sprintf("timed out after %s", limit)
 	case code != 0:
-		f.ExitCode = &code
-		f.Error = fmt.Sprintf("exited with code %d", code)
-		if code == 126 || code == 127 {
-			f.Error += " (the command could not be started: missing or not executable)"
-			f.Stdout = out.reclaim(64 << 10)
-		}
+		f.exited(code, out)
 	case closeErr != nil:
 		f.Error = closeErr.Error()
 	default:

@@ -199,30 +199,9 @@ func TestBundleCollectsMachineWithOneExec(t *testing.T) {
 			t.Errorf("unexpected copy %v", c.Args)
 		}
 	}
-	assertFiles(t, dir, map[string]string{
-		"journal.log":                            "journal line 1\njournal line 2\n",
-		"kern.log":                               "kernel: hello\n",
-		"kubelet.log":                            "kubelet started\n",
-		"containerd.log":                         "containerd started\n",
-		"kubelet-version.txt":                    "Kubernetes v1.36.3\n",
-		"containerd-info.txt":                    `{"status":{}}` + "\n",
-		"crictl-ps.txt":                          "CONTAINER  IMAGE  STATE\n",
-		"container-stdout.log":                   "systemd booting\n",
-		"container-stderr.log":                   "systemd warning\n",
-		"pods/kube-system_etcd-x_123/etcd/0.log": "etcd log\n",
-		"pods/kube-system_kube-apiserver-x_456/kube-apiserver/0.log": "apiserver log\n",
-		"bootstrap/bootstrap-success.complete":                       "success\n",
-		"bootstrap/capd.bootstrap.started":                           "started\n",
-		"extra/extra.txt":                                            "extra\n",
-		"hostname":                                                   "c1-md-0-abc\n",
-	})
+	assertFiles(t, dir, healthyFiles())
 	assertAbsent(t, dir, ErrorsFile, "cloud-init-output.log")
-	stderr := readFile(t, filepath.Join(dir, StderrFile))
-	for _, want := range []string{"==> containerd-info.txt: crictl info <==\nWARN: deprecated endpoint\n", "==> extra/extra.txt: sh -c echo extra; echo oops >&2 <==\noops\n"} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("%s = %q, want it to contain %q", StderrFile, stderr, want)
-		}
-	}
+	assertHealthyStderr(t, dir)
 }
 
 func TestBundleRecordsEachItemsFailure(t *testing.T) {

@@ -95,6 +95,40 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
+// healthyFiles are the files collected from the machine healthy()
+// scripts, with their content.
+func healthyFiles() map[string]string {
+	return map[string]string{
+		"journal.log":                            "journal line 1\njournal line 2\n",
+		"kern.log":                               "kernel: hello\n",
+		"kubelet.log":                            "kubelet started\n",
+		"containerd.log":                         "containerd started\n",
+		"kubelet-version.txt":                    "Kubernetes v1.36.3\n",
+		"containerd-info.txt":                    `{"status":{}}` + "\n",
+		"crictl-ps.txt":                          "CONTAINER  IMAGE  STATE\n",
+		"container-stdout.log":                   "systemd booting\n",
+		"container-stderr.log":                   "systemd warning\n",
+		"pods/kube-system_etcd-x_123/etcd/0.log": "etcd log\n",
+		"pods/kube-system_kube-apiserver-x_456/kube-apiserver/0.log": "apiserver log\n",
+		"bootstrap/bootstrap-success.complete":                       "success\n",
+		"bootstrap/capd.bootstrap.started":                           "started\n",
+		"extra/extra.txt":                                            "extra\n",
+		"hostname":                                                   "c1-md-0-abc\n",
+	}
+}
+
+// assertHealthyStderr checks the stderr file of a healthy() machine keeps
+// what its commands printed there, each under its command.
+func assertHealthyStderr(t *testing.T, dir string) {
+	t.Helper()
+	stderr := readFile(t, filepath.Join(dir, StderrFile))
+	for _, want := range []string{"==> containerd-info.txt: crictl info <==\nWARN: deprecated endpoint\n", "==> extra/extra.txt: sh -c echo extra; echo oops >&2 <==\noops\n"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("%s = %q, want it to contain %q", StderrFile, stderr, want)
+		}
+	}
+}
+
 func assertFiles(t *testing.T, dir string, want map[string]string) {
 	t.Helper()
 	for name, content := range want {
@@ -141,33 +175,13 @@ func TestCollectMachineWritesCleanFiles(t *testing.T) {
 	if err := c.CollectMachine(t.Context(), "c1-md-0-abc", dir); err != nil {
 		t.Fatalf("CollectMachine: %v", err)
 	}
-	assertFiles(t, dir, map[string]string{
-		"journal.log":                            "journal line 1\njournal line 2\n",
-		"kern.log":                               "kernel: hello\n",
-		"kubelet.log":                            "kubelet started\n",
-		"containerd.log":                         "containerd started\n",
-		"kubelet-version.txt":                    "Kubernetes v1.36.3\n",
-		"containerd-info.txt":                    `{"status":{}}` + "\n",
-		"crictl-ps.txt":                          "CONTAINER  IMAGE  STATE\n",
-		"container-stdout.log":                   "systemd booting\n",
-		"container-stderr.log":                   "systemd warning\n",
-		"pods/kube-system_etcd-x_123/etcd/0.log": "etcd log\n",
-		"pods/kube-system_kube-apiserver-x_456/kube-apiserver/0.log": "apiserver log\n",
-		"bootstrap/bootstrap-success.complete":                       "success\n",
-		"bootstrap/capd.bootstrap.started":                           "started\n",
-		"extra/extra.txt":                                            "extra\n",
-		"hostname":                                                   "c1-md-0-abc\n",
-		"inspect.json":                                               "{\n  \"Id\": \"c1-md-0-abc\",\n  \"State\": {\n    \"Running\": true\n  }\n}\n",
-	})
+	want := healthyFiles()
+	want["inspect.json"] = "{\n  \"Id\": \"c1-md-0-abc\",\n  \"State\": {\n    \"Running\": true\n  }\n}\n"
+	assertFiles(t, dir, want)
 	// No failure means no errors file; the optional cloud-init log is
 	// simply absent on a CAPD machine.
 	assertAbsent(t, dir, ErrorsFile, "cloud-init-output.log")
-	stderr := readFile(t, filepath.Join(dir, StderrFile))
-	for _, want := range []string{"==> containerd-info.txt: crictl info <==\nWARN: deprecated endpoint\n", "==> extra/extra.txt: sh -c echo extra; echo oops >&2 <==\noops\n"} {
-		if !strings.Contains(stderr, want) {
-			t.Errorf("%s = %q, want it to contain %q", StderrFile, stderr, want)
-		}
-	}
+	assertHealthyStderr(t, dir)
 }
 
 func TestCollectMachineRecordsFailuresAndGoesOn(t *testing.T) {

@@ -345,19 +345,25 @@ func (c *Collector) execStep(ctx context.Context, container, dir string, s step,
 	case err != nil:
 		f.Error = describe(ctx, err, timeout)
 	case res.ExitCode != 0:
-		code := res.ExitCode
-		f.ExitCode = &code
-		f.Error = fmt.Sprintf("exited with code %d", code)
-		if code == 126 || code == 127 {
-			f.Error += " (the command could not be started: missing or not executable)"
-			f.Stdout = out.reclaim(64 << 10)
-		}
+		f.exited(res.ExitCode, out)
 	case closeErr != nil:
 		f.Error = closeErr.Error()
 	default:
 		return outcome{stderr: stderr.String()}
 	}
 	return outcome{failures: []Failure{f}}
+}
+
+// exited records a command that exited with code (non-zero). For 126 and
+// 127, the shell's "cannot execute" and "not found", it keeps what the
+// command printed, which says why.
+func (f *Failure) exited(code int, out *lazyFile) {
+	f.ExitCode = &code
+	f.Error = fmt.Sprintf("exited with code %d", code)
+	if code == 126 || code == 127 {
+		f.Error += " (the command could not be started: missing or not executable)"
+		f.Stdout = out.reclaim(64 << 10)
+	}
 }
 
 func (c *Collector) copyStep(ctx context.Context, container, dir string, s step, timeout time.Duration) outcome {

@@ -25,6 +25,7 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -91,21 +92,18 @@ func Check(ctx context.Context, in Input) error {
 		}
 	}
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, maxParallelDials)
+	var g errgroup.Group
+	g.SetLimit(maxParallelDials)
 	for _, t := range unique {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			err := checkOne(ctx, in, t)
 			mu.Lock()
 			results[t.key()] = err
 			mu.Unlock()
-		}()
+			return nil // every webhook's answer is reported, not the first
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	var errs []error
 	for _, t := range keep {
 		if err := results[t.key()]; err != nil {
