@@ -9,7 +9,7 @@ GINKGO_LABEL_FILTER ?= PR-Blocking && !comparison
 GINKGO_NODES ?= 1
 export GINKGO_FOCUS GINKGO_SKIP GINKGO_LABEL_FILTER GINKGO_NODES
 
-.PHONY: test test-podman lint bench images test-images test-e2e test-examples test-registry test-faults clean-e2e
+.PHONY: test test-podman lint bench bench-images images test-images test-e2e test-examples test-registry test-faults clean-e2e
 
 test: ## Unit and integration tests (needs a Docker-API engine).
 	scripts/test.sh
@@ -22,6 +22,9 @@ lint: ## gofmt and go vet.
 
 bench: ## Exec latency: our runtime vs the docker CLI, idle and loaded.
 	scripts/bench-exec.sh
+
+bench-images: ## Cold `make images` measured both ways in one run: one step at a time, then in parallel (about an hour).
+	scripts/bench-images.sh
 
 images: ## Provide every image the E2E needs: built from the Go module proxy and Debian, or pulled (build.registry). ARGS=-list shows the plan.
 	scripts/images.sh $(ARGS)

@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	capd-e2e-images [-config config/e2e.yaml] [-only id,...] [-rebuild id,...] [-list] [-render DIR]
+//	capd-e2e-images [-config config/e2e.yaml] [-only id,...] [-rebuild id,...] [-jobs N] [-list] [-render DIR]
 //
 // The config may be a provider's, merged over the harness's (config.Load):
 // its build.goImages are built too. Images whose inputs-hash label matches
@@ -13,7 +13,9 @@
 // labels; images may also be pulled (build.registry.policy, IMAGE_POLICY,
 // IMAGE_MIRROR) and published (IMAGE_PUBLISH). Only the targets (node
 // images, load balancer, controllers, -only's steps) and what they need are
-// provided. Environment: CAPD_E2E_CACHE (default $HOME/.cache/capd-e2e)
+// provided. Steps build -jobs at a time (CAPD_E2E_BUILD_JOBS, else the
+// number of CPUs) within a memory budget of three quarters of the memory
+// available at start; the longest chain of steps starts first. Environment: CAPD_E2E_CACHE (default $HOME/.cache/capd-e2e)
 // holds Go wrapper modules, build logs and compiled binaries; DOCKER_HOST
 // selects the engine as for the Docker CLI; CAPI_SOURCE_DIR builds Cluster
 // API from a working tree.
@@ -28,7 +30,9 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -64,7 +68,11 @@ type options struct {
 	list      bool
 	renderDir string
 	verbose   bool
+	jobs      int
 }
+
+// EnvJobs sets the default of -jobs.
+const EnvJobs = "CAPD_E2E_BUILD_JOBS"
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
@@ -77,8 +85,20 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.list, "list", false, "print the plan and what would be built, build nothing")
 	fs.StringVar(&o.renderDir, "render", "", "also render the built-in providers' components and the CNI manifest into this directory")
 	fs.BoolVar(&o.verbose, "v", false, "also print the go command's output (it always goes to a log file)")
+	jobs := goruntime.NumCPU()
+	if v := os.Getenv(EnvJobs); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return o, fmt.Errorf("%s=%q: want a number of steps, 1 or more", EnvJobs, v)
+		}
+		jobs = n
+	}
+	fs.IntVar(&o.jobs, "jobs", jobs, "how many steps build at once, within the memory budget (default: "+EnvJobs+", else the number of CPUs)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.jobs < 1 {
+		return o, fmt.Errorf("-jobs %d: want 1 or more", o.jobs)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
@@ -184,6 +204,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Images: rt, Builders: builders, Progress: stdout, Rebuild: o.rebuild, Targets: o.only,
 		Puller: &registry.Puller{Images: rt, Mirror: reg.Mirror},
 		Policy: func(s plan.Step) string { return reg.PolicyFor(s.ID, s.Published) },
+		Jobs:   o.jobs, MemoryBudget: memoryBudget(), Cost: plan.DefaultCost, Exclusive: goimages.SharedBuild,
 	}
 	if reg.Publish != "" {
 		opts.Publisher = &registry.Publisher{Images: rt, Registry: reg.Publish}
@@ -211,6 +232,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "total: %s\n", time.Since(start).Round(100*time.Millisecond))
 	return errors.Join(errs...)
+}
+
+// memoryBudget is three quarters of the memory available now (MemAvailable
+// in /proc/meminfo), leaving the rest to the engine and the page cache; 0
+// (no budget) where that cannot be read.
+func memoryBudget() int64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	return parseMemAvailable(string(data)) / 4 * 3
+}
+
+// parseMemAvailable returns MemAvailable from /proc/meminfo's text, in
+// bytes, or 0.
+func parseMemAvailable(meminfo string) int64 {
+	for _, line := range strings.Split(meminfo, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[0] == "MemAvailable:" && f[2] == "kB" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err == nil {
+				return kb * 1024
+			}
+		}
+	}
+	return 0
 }
 
 // renderAll writes the components YAML and the CNI manifest into dir.

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"io"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/capd-e2e/capd-e2e/framework/images/plan"
@@ -81,5 +83,34 @@ func TestSplitList(t *testing.T) {
 	}
 	if got := splitList(""); got != nil {
 		t.Errorf("splitList(\"\") = %q", got)
+	}
+}
+
+func TestJobs(t *testing.T) {
+	o, err := parseFlags([]string{"-jobs", "3"}, io.Discard)
+	if err != nil || o.jobs != 3 {
+		t.Errorf("-jobs 3: %+v, %v", o, err)
+	}
+	t.Setenv(EnvJobs, "5")
+	if o, err := parseFlags(nil, io.Discard); err != nil || o.jobs != 5 {
+		t.Errorf("%s=5: %+v, %v", EnvJobs, o, err)
+	}
+	t.Setenv(EnvJobs, "two")
+	if _, err := parseFlags(nil, io.Discard); err == nil || !strings.Contains(err.Error(), EnvJobs+`="two"`) {
+		t.Errorf("%s=two: %v, want an error naming it", EnvJobs, err)
+	}
+	t.Setenv(EnvJobs, "")
+	if _, err := parseFlags([]string{"-jobs", "0"}, io.Discard); err == nil || !strings.Contains(err.Error(), "-jobs 0") {
+		t.Errorf("-jobs 0: %v, want an error naming it", err)
+	}
+}
+
+func TestParseMemAvailable(t *testing.T) {
+	const meminfo = "MemTotal:       24567892 kB\nMemFree:        20000000 kB\nMemAvailable:   23000000 kB\nBuffers:          1000 kB\n"
+	if got, want := parseMemAvailable(meminfo), int64(23000000*1024); got != want {
+		t.Errorf("parseMemAvailable = %d, want %d", got, want)
+	}
+	if got := parseMemAvailable("MemTotal: 1 kB\n"); got != 0 {
+		t.Errorf("without MemAvailable = %d, want 0", got)
 	}
 }

@@ -76,6 +76,23 @@ func (b *Builders) Register(m map[plan.Kind]plan.Builder) {
 	m[plan.KindGoImage] = plan.BuilderFunc(b.buildGoImage)
 }
 
+// SharedBuild returns, for the steps whose builders call Kubernetes (the
+// component images and the node images), the Kubernetes module and
+// version they compile, and "" for every other step. Give it to
+// plan.RunOptions.Exclusive: the first of those steps compiles, the others
+// wait on its lock and reuse the binaries, so running them at once would
+// only hold a job idle.
+func SharedBuild(s plan.Step) string {
+	if s.Kind != plan.KindKubeComponent && s.Kind != plan.KindNode {
+		return ""
+	}
+	mod := s.Inputs[plan.InputModule]
+	if mod == "" {
+		mod = config.DefaultKubernetesModule
+	}
+	return mod + "@" + s.Inputs[plan.InputVersion]
+}
+
 // Kubernetes builds every binary of KubernetesBinaries of module
 // (k8s.io/kubernetes, or a fork) at version, with the version settings of
 // Kubernetes' own build, and returns their paths by name. Results are

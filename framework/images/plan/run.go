@@ -120,6 +120,22 @@ type RunOptions struct {
 	// Publisher, if set, receives every image of the run that is in the
 	// engine at its end (built, pulled or up to date).
 	Publisher Publisher
+
+	// Jobs is how many steps may build at once; below 1, one.
+	Jobs int
+	// MemoryBudget bounds the summed Cost(step).Memory of the steps that
+	// build at once; a step above the budget builds alone. If 0, only
+	// Jobs bounds them.
+	MemoryBudget int64
+	// Cost estimates each step's memory and duration (see Cost); if nil,
+	// every step costs nothing and ready steps start in plan order.
+	Cost func(Step) Cost
+	// Exclusive returns a key per step; two steps with the same non-empty
+	// key never build at once. Steps whose builders share work done once
+	// (one go command compiles a Kubernetes version's binaries for all
+	// its component and node images) get the same key, so that the second
+	// does not hold a job while it waits for the first. If nil, no keys.
+	Exclusive func(Step) string
 }
 
 // Puller stores an image in the engine from a registry.
@@ -143,12 +159,16 @@ const (
 	stateUpToDate
 	statePulled
 	stateBuild
+	stateBuilt
 	stateFailed
 )
 
 // Run provides the images of the targets and, for each one it builds,
-// what that build needs, and builds them in plan order, one step at a time
-// (the machines have 2 cores, and every build is CPU-bound).
+// what that build needs, and builds them: a step starts once the images of
+// its dependencies are in the engine, up to RunOptions.Jobs at once within
+// the memory budget, the step on the longest remaining path first (see
+// Cost and Exclusive). Each step's start and end are reported as they
+// happen, so with Jobs > 1 the lines of steps interleave.
 //
 // Targets are resolved first, top down: an image whose inputs-hash label
 // matches its step is up to date; otherwise, where the step's policy
@@ -281,44 +301,55 @@ func Run(ctx context.Context, p *Plan, opts RunOptions) error {
 
 	built := 0
 	for _, d := range decisions {
-		s := d.Step
-		switch state[s.ID] {
+		switch state[d.Step.ID] {
 		case stateNotNeeded:
-			fmt.Fprintf(out, "%s: not needed (%s)\n", prefix(s), d.Reason)
-			continue
+			fmt.Fprintf(out, "%s: not needed (%s)\n", prefix(d.Step), d.Reason)
 		case stateUpToDate:
-			fmt.Fprintf(out, "%s: up to date (%s)\n", prefix(s), s.Image)
-			continue
-		case statePulled, stateFailed:
-			continue
+			fmt.Fprintf(out, "%s: up to date (%s)\n", prefix(d.Step), d.Step.Image)
 		}
-		if err := ctx.Err(); err != nil {
+	}
+	sched := newScheduler(decisions, state, opts)
+	fmt.Fprintf(out, "images: building %s\n", sched.describe())
+	results := make(chan buildResult)
+	for !sched.done() {
+		batch := sched.next(ctx)
+		for _, s := range batch {
+			if s.skip != nil {
+				state[s.step.ID] = stateFailed
+				errs = append(errs, fmt.Errorf("build image %q (step %s): %w", s.step.Image, s.step.ID, s.skip))
+				fmt.Fprintf(out, "%s: %s\n", prefix(s.step), s.skipMsg)
+				continue
+			}
+			fmt.Fprintf(out, "%s: building %s (%s)\n", prefix(s.step), s.step.Image, byID[s.step.ID].Reason)
+			go func(st Step) {
+				t0 := time.Now()
+				err := opts.Builders[st.Kind].Build(ctx, st.clone())
+				if err == nil {
+					err = checkLabel(ctx, opts.Images, st)
+				}
+				results <- buildResult{step: st, err: err, elapsed: time.Since(t0).Round(100 * time.Millisecond)}
+			}(s.step)
+		}
+		if sched.busy() == 0 {
+			if len(batch) == 0 {
+				// Unreachable with an acyclic plan (FromSteps checks).
+				errs = append(errs, fmt.Errorf("run plan: no step can start, %d wait", len(sched.pending)))
+				break
+			}
+			continue // next() settled every step it released
+		}
+		r := <-results
+		s := r.step
+		if r.err != nil {
 			state[s.ID] = stateFailed
-			errs = append(errs, fmt.Errorf("build image %q (step %s): %w", s.Image, s.ID, err))
-			fmt.Fprintf(out, "%s: not started: %v\n", prefix(s), err)
-			continue
+			errs = append(errs, fmt.Errorf("build image %q (step %s): %w", s.Image, s.ID, r.err))
+			fmt.Fprintf(out, "%s: failed after %s: %v\n", prefix(s), r.elapsed, r.err)
+		} else {
+			state[s.ID] = stateBuilt
+			built++
+			fmt.Fprintf(out, "%s: built in %s\n", prefix(s), r.elapsed)
 		}
-		if j := slices.IndexFunc(s.Deps, func(d string) bool { return state[d] == stateFailed }); j >= 0 {
-			state[s.ID] = stateFailed
-			errs = append(errs, fmt.Errorf("build image %q (step %s): skipped: dependency %s failed", s.Image, s.ID, s.Deps[j]))
-			fmt.Fprintf(out, "%s: skipped: dependency %s failed\n", prefix(s), s.Deps[j])
-			continue
-		}
-		fmt.Fprintf(out, "%s: building %s (%s)\n", prefix(s), s.Image, d.Reason)
-		t0 := time.Now()
-		err := opts.Builders[s.Kind].Build(ctx, s.clone())
-		if err == nil {
-			err = checkLabel(ctx, opts.Images, s)
-		}
-		elapsed := time.Since(t0).Round(100 * time.Millisecond)
-		if err != nil {
-			state[s.ID] = stateFailed
-			errs = append(errs, fmt.Errorf("build image %q (step %s): %w", s.Image, s.ID, err))
-			fmt.Fprintf(out, "%s: failed after %s: %v\n", prefix(s), elapsed, err)
-			continue
-		}
-		built++
-		fmt.Fprintf(out, "%s: built in %s\n", prefix(s), elapsed)
+		sched.finished(s.ID)
 	}
 
 	counts := map[outcome]int{}

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/capd-e2e/capd-e2e/framework/config"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
@@ -304,5 +307,125 @@ func TestRunStopsWhenCancelled(t *testing.T) {
 	err := Run(ctx, p, RunOptions{Images: engine, Builders: allKinds(b)})
 	if !errors.Is(err, context.Canceled) || n != 1 {
 		t.Errorf("Run = %v after %d builds, want context.Canceled after 1", err, n)
+	}
+}
+
+// concurrency is a Builder that checks, as each build starts, what Run
+// promises about steps building at once, and records the most at once.
+type concurrency struct {
+	t      *testing.T
+	engine *fake.Runtime
+	budget int64
+	key    func(Step) string
+
+	mu      sync.Mutex
+	running map[string]Step
+	most    int
+	order   []string
+}
+
+func (c *concurrency) Build(ctx context.Context, s Step) error {
+	c.mu.Lock()
+	for _, d := range s.Deps {
+		if _, err := c.engine.InspectImage(ctx, mustStep(c.t, s, d)); err != nil {
+			c.t.Errorf("%s started before its dependency %s was in the engine: %v", s.ID, d, err)
+		}
+	}
+	var mem int64
+	for _, r := range c.running {
+		mem += DefaultCost(r).Memory
+		if k := c.key(r); k != "" && k == c.key(s) {
+			c.t.Errorf("%s and %s, both %q, build at once", s.ID, r.ID, k)
+		}
+	}
+	if len(c.running) > 0 && mem+DefaultCost(s).Memory > c.budget {
+		c.t.Errorf("%s started with %v running: over the budget", s.ID, slices.Collect(maps.Keys(c.running)))
+	}
+	c.running[s.ID] = s
+	c.most = max(c.most, len(c.running))
+	c.order = append(c.order, s.ID)
+	c.mu.Unlock()
+
+	time.Sleep(2 * time.Millisecond) // lets other builds start meanwhile
+	c.engine.AddImage(runtime.Image{ID: "sha256:" + s.Hash, RepoTags: []string{s.Image}, Labels: s.Labels()})
+	c.mu.Lock()
+	delete(c.running, s.ID)
+	c.mu.Unlock()
+	return nil
+}
+
+var stepImages sync.Map // step ID -> image, filled by mustStep's callers' plans
+
+func mustStep(t *testing.T, s Step, dep string) string {
+	img, ok := stepImages.Load(dep)
+	if !ok {
+		t.Fatalf("%s: dependency %s unknown", s.ID, dep)
+	}
+	return img.(string)
+}
+
+func TestRunBuildsInParallelWithinLimits(t *testing.T) {
+	p := newPlan(t, loadConfig(t), testOpts)
+	for _, s := range p.Steps() {
+		stepImages.Store(s.ID, s.Image)
+	}
+	key := func(s Step) string {
+		if s.Kind == KindKubeComponent || s.Kind == KindNode {
+			return "kubernetes@" + s.Inputs[InputVersion]
+		}
+		return ""
+	}
+	for _, tc := range []struct {
+		jobs   int
+		budget int64
+	}{{jobs: 2, budget: 5 * gib}, {jobs: 3, budget: 6 * gib}, {jobs: 4, budget: 100 * gib}} {
+		engine := fake.New()
+		c := &concurrency{t: t, engine: engine, budget: tc.budget, key: key, running: map[string]Step{}}
+		if tc.budget == 100*gib {
+			c.budget = 1 << 62
+		}
+		var out bytes.Buffer
+		err := Run(context.Background(), p, RunOptions{Images: engine, Builders: allKinds(c), Progress: &out,
+			Jobs: tc.jobs, MemoryBudget: tc.budget, Cost: DefaultCost, Exclusive: key})
+		if err != nil {
+			t.Fatalf("jobs %d: Run: %v\n%s", tc.jobs, err, out.String())
+		}
+		if len(c.order) != len(p.Steps()) {
+			t.Errorf("jobs %d: built %d steps, want %d", tc.jobs, len(c.order), len(p.Steps()))
+		}
+		if c.most != tc.jobs {
+			t.Errorf("jobs %d: at most %d built at once", tc.jobs, c.most)
+		}
+		// The longest path (a Kubernetes build, then its node image)
+		// starts first.
+		first := regexp.MustCompile(`(?m)^\[\d+/27\] (\S+): building `).FindStringSubmatch(out.String())
+		if first == nil || !strings.HasPrefix(first[1], "kube-apiserver/") {
+			t.Errorf("jobs %d: first step started %v, want a Kubernetes build", tc.jobs, first)
+		}
+		if !strings.Contains(out.String(), fmt.Sprintf("up to %d at once", tc.jobs)) {
+			t.Errorf("jobs %d: progress lacks the schedule:\n%s", tc.jobs, out.String())
+		}
+	}
+}
+
+func TestRunParallelFailureSkipsDependents(t *testing.T) {
+	p := newPlan(t, loadConfig(t), testOpts)
+	engine := fake.New()
+	boom := errors.New("debootstrap: exit status 1")
+	rec := &recorder{engine: engine, label: true, fail: map[string]error{RootfsID("node"): boom}}
+	err := Run(context.Background(), p, RunOptions{Images: engine, Builders: allKinds(rec), Jobs: 3, Cost: DefaultCost})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Run = %v", err)
+	}
+	for _, id := range []string{IDKindBase, "node/v1.36.3", "node/v1.37.2"} {
+		if slices.Contains(rec.built, id) {
+			t.Errorf("%s was built although %s failed", id, RootfsID("node"))
+		}
+		if !strings.Contains(err.Error(), "(step "+id+"): skipped: dependency ") {
+			t.Errorf("Run error does not name %s as skipped:\n%v", id, err)
+		}
+	}
+	if !slices.Contains(rec.built, "kube-apiserver/v1.37.2") || !slices.Contains(rec.built, IDHAProxy) {
+		t.Errorf("independent steps were not built: %v", rec.built)
 	}
 }
