@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # `make bench-images`: a cold `make images` measured both ways in one run,
 # one step at a time (-jobs 1) and the default parallel schedule (-jobs
-# ${JOBS:-number of CPUs}). Before each side it removes every image the plan
-# built (label e2e.capd.x-k8s.io/inputs-hash), the Go build cache and the
-# harness's compiled binaries; the Go module cache is kept, so neither side
-# downloads modules (a fresh machine also does). For each side it records
+# ${JOBS:-number of CPUs}). Each side starts as on a fresh machine: every
+# image the plan builds (label e2e.capd.x-k8s.io/inputs-hash) is removed,
+# and the build runs with an empty Go module cache, Go build cache and
+# harness cache of its own (under $BENCH_CACHE, default
+# /tmp/capd-e2e-bench-images), so both download every module and compile
+# everything; the caches of the machine are left alone. For each side it records
 # the wall time, the CPUs busy on average (/proc/stat), the least memory
 # available (sampled every 2 s) and the build log with per-step times, in
 # $ARTIFACTS/bench-images/. Slow: two cold builds, about an hour on 2 cores.
@@ -17,7 +19,8 @@ jobs=${JOBS:-$(nproc)}
 scripts/install-deps.sh
 scripts/ensure-engine.sh --privileged-nesting
 go build -o hack/tools/bin/capd-e2e-images ./cmd/capd-e2e-images
-cache=${CAPD_E2E_CACHE:-$HOME/.cache/capd-e2e}
+bench_cache=${BENCH_CACHE:-/tmp/capd-e2e-bench-images}
+export GOMODCACHE=$bench_cache/gomod GOCACHE=$bench_cache/gobuild CAPD_E2E_CACHE=$bench_cache/capd-e2e
 
 cpu_ticks() { # busy total, summed over CPUs
   awk '/^cpu /{t=0; for(i=2;i<=NF;i++) t+=$i; print t-$5-$6, t}' /proc/stat
@@ -27,14 +30,14 @@ clear_everything() {
   mapfile -t ids < <(docker images -q --filter label=e2e.capd.x-k8s.io/inputs-hash | sort -u)
   if ((${#ids[@]})); then docker image rm -f "${ids[@]}" >/dev/null; fi
   docker image prune -f >/dev/null
-  go clean -cache
-  rm -rf "$cache/gobuild"
+  if [[ -d $bench_cache ]]; then chmod -R u+w "$bench_cache" && rm -rf "$bench_cache"; fi
+  mkdir -p "$GOMODCACHE" "$GOCACHE" "$CAPD_E2E_CACHE"
 }
 
 side() {
   local j=$1 log="$out/jobs-$1.log"
   clear_everything
-  echo "bench-images: -jobs $j, from $(docker images -q | wc -l) images and an empty Go build cache" >&2
+  echo "bench-images: -jobs $j, from $(docker images -q | wc -l) images and empty Go caches" >&2
   ( while sleep 2; do awk '/MemAvailable/{print $2}' /proc/meminfo; done ) >"$out/memavail-$j.txt" &
   local sampler=$!
   read -r b0 t0 < <(cpu_ticks)

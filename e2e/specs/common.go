@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -269,6 +270,26 @@ func (r *run) tryStep(name string, f func() error) {
 	done(err)
 }
 
+// asyncStep is tryStep for a goroutine beside the spec's: f must not
+// assert (Gomega's failure interception is not safe for concurrent use),
+// only return an error; a panic is recovered and recorded too.
+func (r *run) asyncStep(name string, f func() error) {
+	done := r.summary.BestEffortPhase(name)
+	var err error
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("panic: %v", p)
+			}
+		}()
+		err = f()
+	}()
+	if err != nil {
+		fmt.Fprintf(GinkgoWriter, "%s (best effort) failed: %v\n", name, err)
+	}
+	done(err)
+}
+
 // intervals returns the spec's [timeout, poll] for key, for upstream
 // helpers; it fails the spec when the config has neither
 // "<spec>/<key>" nor "default/<key>".
@@ -435,8 +456,33 @@ func (r *run) clusterExists(ctx context.Context) bool {
 
 // clusterCleanup collects everything worth keeping, then deletes the
 // cluster. Collection is best effort; deletion failing fails the spec.
+// The container snapshot and the machines' logs (this module's code,
+// through the runtime) are taken while upstream's dumps read the API
+// servers: the two share nothing.
 func (r *run) clusterCleanup(ctx SpecContext) {
 	exists := r.clusterExists(ctx)
+	var containers sync.WaitGroup
+	containers.Go(func() {
+		// The snapshot first: it records the containers as the spec left
+		// them, before the log collection.
+		n := 0
+		r.asyncStep("cleanup: container snapshot", func() error {
+			s, err := snapshot.Take(ctx, r.in.Runtime, snapshot.Filter{Cluster: r.clusterName})
+			n = len(s.Containers)
+			if serr := s.Save(r.clusterDir()); serr != nil {
+				err = errors.Join(err, serr)
+			}
+			var table strings.Builder
+			_ = s.WriteTable(&table)
+			r.summary.SetSnapshot(summary.Snapshot{Path: filepath.Join("clusters", r.clusterName, snapshot.TableFile), Table: table.String()})
+			return err
+		})
+		if n > 0 {
+			r.asyncStep("cleanup: collect machine logs", func() error {
+				return r.collector.CollectCluster(ctx, r.clusterName, r.clusterDir())
+			})
+		}
+	})
 	if exists {
 		r.tryStep("cleanup: describe cluster", func() error {
 			framework.DescribeCluster(ctx, framework.DescribeClusterInput{
@@ -480,25 +526,7 @@ func (r *run) clusterCleanup(ctx SpecContext) {
 			return nil
 		})
 	}
-	// The snapshot first: it records the containers as the spec left them,
-	// before minutes of log collection.
-	containers := 0
-	r.tryStep("cleanup: container snapshot", func() error {
-		s, err := snapshot.Take(ctx, r.in.Runtime, snapshot.Filter{Cluster: r.clusterName})
-		containers = len(s.Containers)
-		if serr := s.Save(r.clusterDir()); serr != nil {
-			err = errors.Join(err, serr)
-		}
-		var table strings.Builder
-		_ = s.WriteTable(&table)
-		r.summary.SetSnapshot(summary.Snapshot{Path: filepath.Join("clusters", r.clusterName, snapshot.TableFile), Table: table.String()})
-		return err
-	})
-	if containers > 0 {
-		r.tryStep("cleanup: collect machine logs", func() error {
-			return r.collector.CollectCluster(ctx, r.clusterName, r.clusterDir())
-		})
-	}
+	containers.Wait()
 
 	if r.in.SkipCleanup || !exists {
 		return

@@ -41,6 +41,13 @@ type KindOptions struct {
 	// WaitForReady bounds the wait for the control plane to be Ready. If
 	// zero, 5m.
 	WaitForReady time.Duration
+	// NoWait makes CreateKind return once kind has set the cluster up
+	// (kubeadm init done, the CNI and storage applied), without waiting
+	// for the control-plane node to be Ready: the caller overlaps that
+	// wait with its next steps and checks what it needs later (a
+	// Deployment that becomes Available implies a Ready node).
+	// WaitForReady still bounds how long a cancelled create is awaited.
+	NoWait bool
 	// LogFolder receives the nodes' logs (collected through Runtime) when
 	// creation fails. If empty, none are collected.
 	LogFolder string
@@ -118,13 +125,17 @@ func CreateKind(ctx context.Context, o KindOptions) (*KindCluster, error) {
 	k := &KindCluster{Name: o.Name, KubeconfigPath: o.KubeconfigPath, provider: provider, rt: o.Runtime}
 
 	created := make(chan error, 1)
+	wait := o.WaitForReady
+	if o.NoWait {
+		wait = 0 // kind: no wait
+	}
 	go func() {
 		created <- provider.Create(o.Name,
 			kind.CreateWithV1Alpha4Config(cfg),
 			kind.CreateWithNodeImage(o.NodeImage),
 			kind.CreateWithKubeconfigPath(o.KubeconfigPath),
 			kind.CreateWithRetain(true), // keep the nodes to collect their logs
-			kind.CreateWithWaitForReady(o.WaitForReady),
+			kind.CreateWithWaitForReady(wait),
 			kind.CreateWithDisplayUsage(false),
 			kind.CreateWithDisplaySalutation(false),
 		)

@@ -68,7 +68,7 @@ func TestIntegrationEnvtest(t *testing.T) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(restCfg, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(restCfg, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,20 +76,24 @@ func TestIntegrationEnvtest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := manifests.Install(ctx, manifests.InstallInput{Client: c, Config: cfg}); err != nil {
+	// Nothing runs the Deployment in envtest: wait for the CRDs only,
+	// which Install learns of from a watch.
+	if err := manifests.Install(ctx, manifests.InstallInput{Client: c, Config: cfg, Wait: manifests.WaitCRDs, Timeout: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	// Nothing runs the Deployment in envtest: wait for the CRDs only.
-	eventually(ctx, t, "cert-manager CRDs established", func() bool {
+	for _, name := range []string{"certificates.cert-manager.io", "issuers.cert-manager.io", "clusterissuers.cert-manager.io"} {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(certmanager.CustomResourceDefinitionGVK)
-		for _, name := range []string{"certificates.cert-manager.io", "issuers.cert-manager.io", "clusterissuers.cert-manager.io"} {
-			if err := c.Get(ctx, types.NamespacedName{Name: name}, u); err != nil || !established(u) {
-				return false
-			}
+		if err := c.Get(ctx, types.NamespacedName{Name: name}, u); err != nil || !established(u) {
+			t.Fatalf("Install with WaitCRDs returned, but CRD %s is not Established (%v)", name, err)
 		}
-		return true
-	})
+	}
+	// The Deployment never becomes Available here: the wait says so.
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := manifests.WaitAvailable(short, c, time.Minute, time.Second); err == nil || !strings.Contains(err.Error(), "not Available") {
+		t.Errorf("WaitAvailable in envtest = %v, want an error saying the Deployment is not Available", err)
+	}
 
 	// The manager runs as the substitute's ServiceAccount, so the RBAC of
 	// the manifests is what is tested, not envtest's admin rights.

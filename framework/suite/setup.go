@@ -37,6 +37,7 @@ import (
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"sigs.k8s.io/cluster-api/test/framework"
 	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
@@ -348,6 +349,10 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 				LogFolder:         filepath.Join(env.ArtifactFolder, "kind"),
 				Runtime:           env.Runtime,
 				EnableOwnerReferencesPermissionEnforcement: true,
+				// The node becomes Ready while the images load and
+				// the CRDs apply; the controllers' Deployments
+				// becoming Available, below, imply it.
+				NoWait: true,
 			})
 			return err
 		}); err != nil {
@@ -371,8 +376,12 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 		}
 	}
 
+	// cert-manager's substitute starts while clusterctl init applies the
+	// providers: only its CRDs must be there first (init creates
+	// Certificates and Issuers); the providers' pods wait for the
+	// Secrets it issues, and init waits for the providers.
 	if err := phase("install cert-manager's CRDs and the substitute controller", func() error {
-		return env.InstallCertManager(ctx, env.BootstrapClusterProxy)
+		return env.installCertManager(ctx, env.BootstrapClusterProxy, manifests.WaitCRDs)
 	}); err != nil {
 		return env, err
 	}
@@ -390,6 +399,20 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 				LogFolder:               filepath.Join(env.ArtifactFolder, "clusters", env.BootstrapClusterProxy.GetName()),
 			}, env.E2EConfig.GetIntervals(env.BootstrapClusterProxy.GetName(), "wait-controllers")...)
 		})
+	}); err != nil {
+		return env, err
+	}
+
+	if err := phase("check the cert-manager substitute is Available", func() error {
+		timeout, resync, err := env.Config.Intervals(env.BootstrapClusterProxy.GetName(), "wait-controllers")
+		if err != nil {
+			return err
+		}
+		c, err := watchClient(env.BootstrapClusterProxy)
+		if err != nil {
+			return err
+		}
+		return manifests.WaitAvailable(ctx, c, timeout, resync)
 	}); err != nil {
 		return env, err
 	}
@@ -695,16 +718,32 @@ func (e *Environment) Close(ctx context.Context) error {
 // `clusterctl init` with the harness's clusterctl config, e.g. a
 // self-hosted cluster (SelfHostedSpecInput.PreClusterctlInit).
 func (e *Environment) InstallCertManager(ctx context.Context, proxy framework.ClusterProxy) error {
-	timeout, poll, err := e.Config.Intervals(proxy.GetName(), "wait-controllers")
+	return e.installCertManager(ctx, proxy, manifests.WaitAll)
+}
+
+func (e *Environment) installCertManager(ctx context.Context, proxy framework.ClusterProxy, until manifests.Wait) error {
+	timeout, resync, err := e.Config.Intervals(proxy.GetName(), "wait-controllers")
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := manifests.Install(ctx, manifests.InstallInput{Client: proxy.GetClient(), Config: e.Config, Poll: poll}); err != nil {
+	c, err := watchClient(proxy)
+	if err != nil {
+		return err
+	}
+	in := manifests.InstallInput{Client: c, Config: e.Config, Wait: until, Timeout: timeout, Resync: resync}
+	if err := manifests.Install(ctx, in); err != nil {
 		return fmt.Errorf("install cert-manager CRDs and the substitute into cluster %q: %w", proxy.GetName(), err)
 	}
 	return nil
+}
+
+// watchClient returns a client of proxy's cluster that can watch.
+func watchClient(proxy framework.ClusterProxy) (client.WithWatch, error) {
+	c, err := client.NewWithWatch(proxy.GetRESTConfig(), client.Options{Scheme: proxy.GetScheme()})
+	if err != nil {
+		return nil, fmt.Errorf("a watching client of cluster %q: %w", proxy.GetName(), err)
+	}
+	return c, nil
 }
 
 // Preflight checks that cfg (with the environment's overrides) has what

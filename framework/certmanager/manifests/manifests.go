@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capd-e2e/capd-e2e/framework/config"
+	"github.com/capd-e2e/capd-e2e/framework/waitfor"
 )
 
 // Namespace is where the substitute runs, cert-manager's usual namespace.
@@ -169,27 +170,48 @@ func Objects(yamlStream []byte) ([]*unstructured.Unstructured, error) {
 	}
 }
 
+// Wait says what Install waits for once everything is applied.
+type Wait int
+
+const (
+	// WaitNone returns once everything is applied.
+	WaitNone Wait = iota
+	// WaitCRDs waits until the CRDs are Established: enough to create
+	// Certificates and Issuers (what clusterctl init applies), not to
+	// have them issued.
+	WaitCRDs
+	// WaitAll waits for the CRDs and then for the substitute's Deployment
+	// to be Available (see WaitAvailable).
+	WaitAll
+)
+
 // InstallInput is the input of Install.
 type InstallInput struct {
 	// Client is a client of the cluster to install into, with cluster-admin
-	// rights. Required.
-	Client client.Client
+	// rights; waits learn of changes from its watches. Required.
+	Client client.WithWatch
 	// Config gives the cert-manager module and the substitute's image.
 	// Required.
 	Config *config.Config
-	// Poll, if set, makes Install wait, checking this often, until the CRDs
-	// are Established and the Deployment is Available; ctx's deadline
-	// bounds the wait (take both from config/e2e.yaml intervals). If zero,
-	// Install returns once everything is applied.
-	Poll time.Duration
+	// Wait says what to wait for after applying; if zero, nothing.
+	Wait Wait
+	// Timeout bounds the wait; required with Wait (take it from the
+	// config's wait-controllers interval).
+	Timeout time.Duration
+	// Resync re-checks without a watch event this often, in case a watch
+	// stalls; if zero, Timeout/10.
+	Resync time.Duration
 }
 
 // Install applies Manifests with server-side apply (field manager
 // FieldOwner, forcing ownership), CRDs first, and optionally waits until
-// they are usable (see InstallInput.Poll). It is idempotent.
+// they are usable (see InstallInput.Wait). It is idempotent.
 func Install(ctx context.Context, in InstallInput) error {
 	if in.Client == nil || in.Config == nil {
 		return errors.New("install cert-manager substitute: Client and Config are required")
+	}
+	if in.Wait != WaitNone && in.Timeout <= 0 {
+		return errors.New("install cert-manager substitute: InstallInput.Timeout is required with Wait")
 	}
 	data, err := Manifests(ctx, in.Config)
 	if err != nil {
@@ -204,7 +226,7 @@ func Install(ctx context.Context, in InstallInput) error {
 			return fmt.Errorf("install cert-manager substitute: apply %s %q: %w", o.GetKind(), client.ObjectKeyFromObject(o), err)
 		}
 	}
-	if in.Poll <= 0 {
+	if in.Wait == WaitNone {
 		return nil
 	}
 	var crds []string
@@ -213,48 +235,65 @@ func Install(ctx context.Context, in InstallInput) error {
 			crds = append(crds, o.GetName())
 		}
 	}
-	return waitReady(ctx, in.Client, crds, in.Poll)
-}
-
-// waitReady polls until every CRD is Established and the Deployment is
-// Available, or ctx ends; the error then says what was still missing.
-func waitReady(ctx context.Context, c client.Client, crds []string, poll time.Duration) error {
-	ticker := time.NewTicker(poll)
-	defer ticker.Stop()
-	for {
-		pending := notReady(ctx, c, crds)
-		if len(pending) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("wait for cert-manager substitute: %w; not ready: %s", ctx.Err(), strings.Join(pending, ", "))
-		case <-ticker.C:
-		}
-	}
-}
-
-func notReady(ctx context.Context, c client.Client, crds []string) []string {
-	var pending []string
-	check := func(apiVersion, kind string, key types.NamespacedName, condType string) {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion(apiVersion)
-		u.SetKind(kind)
-		if err := c.Get(ctx, key, u); err != nil {
-			pending = append(pending, fmt.Sprintf("%s %s (%v)", kind, key.Name, err))
-			return
-		}
-		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-		for _, cond := range conds {
-			if m, ok := cond.(map[string]any); ok && m["type"] == condType && m["status"] == "True" {
-				return
+	t0 := time.Now()
+	err = waitfor.Wait{
+		Client: in.Client, Watched: listOf("apiextensions.k8s.io/v1", "CustomResourceDefinitionList"),
+		Timeout: in.Timeout, Resync: in.Resync, What: "cert-manager's CRDs Established",
+	}.Until(ctx, func(ctx context.Context) (bool, string) {
+		var pending []string
+		for _, name := range crds {
+			if p := notReady(ctx, in.Client, "apiextensions.k8s.io/v1", "CustomResourceDefinition", types.NamespacedName{Name: name}, "Established"); p != "" {
+				pending = append(pending, p)
 			}
 		}
-		pending = append(pending, fmt.Sprintf("%s %s (not %s)", kind, key.Name, condType))
+		return len(pending) == 0, strings.Join(pending, ", ")
+	})
+	if err != nil || in.Wait == WaitCRDs {
+		return err
 	}
-	for _, name := range crds {
-		check("apiextensions.k8s.io/v1", "CustomResourceDefinition", types.NamespacedName{Name: name}, "Established")
+	return WaitAvailable(ctx, in.Client, in.Timeout-time.Since(t0), in.Resync)
+}
+
+// WaitAvailable waits until the substitute's Deployment is Available,
+// learning of changes from a watch, for at most timeout; the error says
+// what was last seen.
+func WaitAvailable(ctx context.Context, c client.WithWatch, timeout, resync time.Duration) error {
+	if timeout <= 0 {
+		return fmt.Errorf("wait for the cert-manager substitute: no time left (timeout %s)", timeout)
 	}
-	check("apps/v1", "Deployment", types.NamespacedName{Namespace: Namespace, Name: DeploymentName}, "Available")
-	return pending
+	key := types.NamespacedName{Namespace: Namespace, Name: DeploymentName}
+	return waitfor.Wait{
+		Client: c, Watched: listOf("apps/v1", "DeploymentList"), ListOptions: []client.ListOption{client.InNamespace(Namespace)},
+		Timeout: timeout, Resync: resync, What: "the cert-manager substitute's Deployment Available",
+	}.Until(ctx, func(ctx context.Context) (bool, string) {
+		p := notReady(ctx, c, "apps/v1", "Deployment", key, "Available")
+		return p == "", p
+	})
+}
+
+// listOf returns an empty unstructured list to watch, so that the waits
+// need nothing in the client's scheme.
+func listOf(apiVersion, kind string) *unstructured.UnstructuredList {
+	l := &unstructured.UnstructuredList{}
+	l.SetAPIVersion(apiVersion)
+	l.SetKind(kind)
+	return l
+}
+
+// notReady returns "" when the object has condition condType True, else
+// what is missing.
+func notReady(ctx context.Context, c client.Client, apiVersion, kind string, key types.NamespacedName, condType string) string {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	if err := c.Get(ctx, key, u); err != nil {
+		return fmt.Sprintf("%s %s (%v)", kind, key.Name, err)
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, cond := range conds {
+		if m, ok := cond.(map[string]any); ok && m["type"] == condType && m["status"] == "True" {
+			return ""
+		}
+	}
+	return fmt.Sprintf("%s %s (not %s)", kind, key.Name, condType)
 }
