@@ -76,21 +76,29 @@ func (b *Builders) Register(m map[plan.Kind]plan.Builder) {
 	m[plan.KindGoImage] = plan.BuilderFunc(b.buildGoImage)
 }
 
-// SharedBuild returns, for the steps whose builders call Kubernetes (the
-// component images and the node images), the Kubernetes module and
-// version they compile, and "" for every other step. Give it to
-// plan.RunOptions.Exclusive: the first of those steps compiles, the others
-// wait on its lock and reuse the binaries, so running them at once would
-// only hold a job idle.
+// SharedBuild returns a key naming the go command a step's builder shares
+// with other steps', or "" for none. Give it to
+// plan.RunOptions.Exclusive: steps with one key would only wait for each
+// other's lock (package gobuild locks a wrapper module while it builds),
+// holding a job idle. The component and node images of a Kubernetes
+// version share one build of all its binaries (see Kubernetes); the
+// Cluster API controllers of one module and version share its wrapper
+// module, and those of one working tree its directory.
 func SharedBuild(s plan.Step) string {
-	if s.Kind != plan.KindKubeComponent && s.Kind != plan.KindNode {
-		return ""
+	switch s.Kind {
+	case plan.KindKubeComponent, plan.KindNode:
+		mod := s.Inputs[plan.InputModule]
+		if mod == "" {
+			mod = config.DefaultKubernetesModule
+		}
+		return mod + "@" + s.Inputs[plan.InputVersion]
+	case plan.KindClusterAPI:
+		if s.Dir != "" {
+			return s.Dir
+		}
+		return s.Inputs[plan.InputModule] + "@" + s.Inputs[plan.InputVersion]
 	}
-	mod := s.Inputs[plan.InputModule]
-	if mod == "" {
-		mod = config.DefaultKubernetesModule
-	}
-	return mod + "@" + s.Inputs[plan.InputVersion]
+	return ""
 }
 
 // Kubernetes builds every binary of KubernetesBinaries of module

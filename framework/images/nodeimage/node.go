@@ -139,7 +139,9 @@ func (b *Builder) Build(ctx context.Context, step plan.Step) error {
 	if rid == "" {
 		rid = runtime.NewRunID()
 	}
-	h, err := kindbase.StartHelper(ctx, b.Runtime, from, "capd-e2e-node-"+rid, rid, true)
+	// Named after the version too: node images of two versions may build
+	// at once (plan.RunOptions.Jobs).
+	h, err := kindbase.StartHelper(ctx, b.Runtime, from, "capd-e2e-node-"+version+"-"+rid, rid, true)
 	if err != nil {
 		return fail(err)
 	}
