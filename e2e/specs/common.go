@@ -252,37 +252,31 @@ func (r *run) step(name string, f func()) {
 // artifacts, which must not hide the real failure nor stop the cleanup.
 func (r *run) tryStep(name string, f func() error) {
 	By(name)
-	done := r.summary.BestEffortPhase(name)
-	var err error
-	func() {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("panic: %v", p)
-			}
-		}()
+	r.bestEffort(name, func() error {
+		var err error
 		if gerr := InterceptGomegaFailure(func() { err = f() }); gerr != nil {
-			err = gerr
+			return gerr
 		}
-	}()
-	if err != nil {
-		fmt.Fprintf(GinkgoWriter, "%s (best effort) failed: %v\n", name, err)
-	}
-	done(err)
+		return err
+	})
 }
 
 // asyncStep is tryStep for a goroutine beside the spec's: f must not
 // assert (Gomega's failure interception is not safe for concurrent use),
 // only return an error; a panic is recovered and recorded too.
 func (r *run) asyncStep(name string, f func() error) {
+	r.bestEffort(name, f)
+}
+
+func (r *run) bestEffort(name string, f func() error) {
 	done := r.summary.BestEffortPhase(name)
-	var err error
-	func() {
+	err := func() (err error) {
 		defer func() {
 			if p := recover(); p != nil {
 				err = fmt.Errorf("panic: %v", p)
 			}
 		}()
-		err = f()
+		return f()
 	}()
 	if err != nil {
 		fmt.Fprintf(GinkgoWriter, "%s (best effort) failed: %v\n", name, err)
