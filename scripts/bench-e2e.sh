@@ -8,8 +8,11 @@
 #
 # With BEFORE_REF (a commit), the PR job also runs from that commit, in a git
 # worktree, on the same images (the suite checks images by name), so that
-# before and after are measured in the same run. Images must be there (make
-# images). Results: $ARTIFACTS/bench-e2e/results.md. About 5 minutes a run.
+# before and after are measured in the same run. FILTER replaces the PR
+# job's label filter (e.g. "remediation" for the before/after of another
+# spec; its summary.txt files are reported too); COMPARISON=false skips the
+# comparison run. Images must be there (make images). Results:
+# $ARTIFACTS/bench-e2e/results.md. About 5 minutes a run.
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -49,7 +52,7 @@ report() {
   echo '|---|---|'
   sed -nE 's/.*<testcase name="([^"]*)".* time="([0-9.]+)".*/| \1 | \2 |/p' "$out/$name/junit.e2e_suite.1.xml" |
     grep -v '\[SynchronizedBeforeSuite\]\|\[SynchronizedAfterSuite\]\|\[ReportAfterSuite\]' || true
-  for f in "$out/$name"/clusters/quick-start-*/summary.txt; do
+  for f in "$out/$name"/clusters/*/summary.txt; do
     [[ -f $f ]] || continue
     echo
     echo '```'
@@ -66,15 +69,16 @@ report() {
   echo
 }
 
+filter=${FILTER:-PR-Blocking && !comparison}
 runs=()
 if [[ -n ${BEFORE_REF:-} ]]; then
   before=$(mktemp -d)/before
   git worktree add --detach "$before" "$BEFORE_REF" >&2
   trap 'git worktree remove --force "$before" >/dev/null 2>&1 || true' EXIT
-  suite pr-before "$before" 'PR-Blocking && !comparison'
+  suite pr-before "$before" "$filter"
   runs+=(pr-before)
 fi
-suite pr "$repo" 'PR-Blocking && !comparison'
+suite pr "$repo" "$filter"
 runs+=(pr)
 if [[ ${COMPARISON:-true} == true ]]; then
   suite comparison "$repo" '(comparison && !scale) || (PR-Blocking && !comparison)'
