@@ -7,8 +7,8 @@
 #
 #   bad-config         KUBERNETES_VERSION without a node image: fails before
 #                      anything is created
-#   setup-fail         setup fails after kind create (injected at the image load)
-#   interrupt-load     SIGTERM to ci-e2e.sh during the image load
+#   setup-fail         setup fails after kind create (injected at cert-manager's install)
+#   interrupt-kind     SIGTERM to ci-e2e.sh during kind create (and the image load)
 #   interrupt-cp       SIGTERM to ci-e2e.sh during the control-plane wait
 #   sigint-suite       SIGINT to the suite's test process during the control-plane wait
 #   double-interrupt   two SIGTERMs during the control-plane wait (Ginkgo skips
@@ -25,7 +25,7 @@ cd "$REPO_ROOT"
 OUT=${ARTIFACTS:-$REPO_ROOT/_artifacts}/faults
 rm -rf "$OUT"
 mkdir -p "$OUT"
-FAULTS=${FAULTS:-bad-config setup-fail interrupt-load interrupt-cp sigint-suite double-interrupt killed-rerun concurrent}
+FAULTS=${FAULTS:-bad-config setup-fail interrupt-kind interrupt-cp sigint-suite double-interrupt killed-rerun concurrent}
 unset SKIP_RESOURCE_CLEANUP CAPD_E2E_INJECT_FAULT GINKGO_FOCUS GINKGO_SKIP
 export GINKGO_LABEL_FILTER="PR-Blocking && !comparison"
 
@@ -147,13 +147,15 @@ for f in $FAULTS; do
     check "$f" "config check (before the engine)" "$rc" fail - localhost/images.log
     ;;
   setup-fail)
-    start "$f" CAPD_E2E_INJECT_FAULT="load the providers' images"
+    start "$f" CAPD_E2E_INJECT_FAULT="install cert-manager's CRDs"
     rc=0; wait "$PID" || rc=$?
-    check "$f" "setup: image load, after kind create" "$rc" fail - "clusters/bootstrap/machines/*/journal.log" "clusters/bootstrap/containers.txt"
+    check "$f" "setup: cert-manager, after kind create" "$rc" fail - "clusters/bootstrap/machines/*/journal.log" "clusters/bootstrap/containers.txt"
     ;;
-  interrupt-load)
-    interrupt "$f" "setup: load the providers' images" TERM
-    check "$f" "setup: image load" "$RC" fail "$SIGNAL_TIME" "clusters/bootstrap/machines/*/journal.log"
+  interrupt-kind)
+    # kind's library takes no context: CreateKind lets it finish, then
+    # collects the nodes' logs into kind/ and deletes them.
+    interrupt "$f" "setup: create the kind management cluster" TERM
+    check "$f" "setup: kind create and image load" "$RC" fail "$SIGNAL_TIME" "kind/*/journal.log"
     ;;
   interrupt-cp)
     interrupt "$f" "wait for control plane initialized" TERM

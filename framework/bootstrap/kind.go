@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -48,6 +49,13 @@ type KindOptions struct {
 	// Deployment that becomes Available implies a Ready node).
 	// WaitForReady still bounds how long a cancelled create is awaited.
 	NoWait bool
+	// Images are streamed into every node's containerd (see LoadImages)
+	// while kind sets the cluster up: as soon as every node's containerd
+	// answers, which is long before kubeadm init ends. If that fails (a
+	// containerd restarting under the import), they are loaded again once
+	// kind is done. CreateKind returns when both are done. Each must be
+	// in the engine.
+	Images []string
 	// LogFolder receives the nodes' logs (collected through Runtime) when
 	// creation fails. If empty, none are collected.
 	LogFolder string
@@ -140,6 +148,13 @@ func CreateKind(ctx context.Context, o KindOptions) (*KindCluster, error) {
 			kind.CreateWithDisplaySalutation(false),
 		)
 	}()
+	var loaded chan error
+	loadCtx, cancelLoad := context.WithCancel(ctx)
+	defer cancelLoad()
+	if len(o.Images) > 0 {
+		loaded = make(chan error, 1)
+		go func() { loaded <- k.loadWhileCreating(loadCtx, 1+o.Workers, o.Images) }()
+	}
 	var err error
 	select {
 	case err = <-created:
@@ -150,6 +165,20 @@ func CreateKind(ctx context.Context, o KindOptions) (*KindCluster, error) {
 		select {
 		case <-created:
 		case <-time.After(o.WaitForReady + time.Minute):
+		}
+	}
+	if loaded != nil {
+		if err != nil {
+			cancelLoad()
+			<-loaded
+		} else if lerr := <-loaded; lerr != nil {
+			// Loaded too early (or not at all): once more, on the
+			// finished cluster.
+			if nodes, nerr := k.Nodes(ctx); nerr != nil {
+				err = nerr
+			} else if err = LoadImages(ctx, o.Runtime, nodes, o.Images); err != nil {
+				err = fmt.Errorf("%w (loading while kind created the cluster: %v)", err, lerr)
+			}
 		}
 	}
 	if err != nil {
@@ -166,6 +195,33 @@ func CreateKind(ctx context.Context, o KindOptions) (*KindCluster, error) {
 		return nil, fmt.Errorf("create kind cluster %q from %s: %w", o.Name, o.NodeImage, err)
 	}
 	return k, nil
+}
+
+// loadWhileCreating waits until the cluster has n node containers whose
+// containerd answers, checking every 200 ms, then loads images into them.
+func (k *KindCluster) loadWhileCreating(ctx context.Context, n int, images []string) error {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if nodes, err := k.Nodes(ctx); err == nil && len(nodes) == n && k.containerdAnswers(ctx, nodes) {
+			return LoadImages(ctx, k.rt, nodes, images)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("load images while creating kind cluster %q: %w", k.Name, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func (k *KindCluster) containerdAnswers(ctx context.Context, nodes []string) bool {
+	for _, n := range nodes {
+		res, err := k.rt.Exec(ctx, n, runtime.ExecOptions{Cmd: []string{"ctr", "--namespace=k8s.io", "version"}, Stdout: io.Discard, Stderr: io.Discard})
+		if err != nil || res.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Nodes returns the names of the cluster's node containers.

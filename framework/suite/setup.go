@@ -337,8 +337,12 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 		if env.privateDir, err = os.MkdirTemp("", "capd-e2e-"+env.RunID+"-"); err != nil {
 			return env, err
 		}
-		if err := phase(fmt.Sprintf("create the kind management cluster %q from %s", env.ManagementClusterName, k8s.NodeImage), func() error {
+		if err := phase(fmt.Sprintf("create the kind management cluster %q from %s, loading the providers' images into its nodes meanwhile", env.ManagementClusterName, k8s.NodeImage), func() error {
 			if err := env.tracker.Track(ctx, env.ManagementClusterName); err != nil {
+				return err
+			}
+			images, err := imagesToLoad(ctx, env.Runtime, cfg.ManagementImages(), log)
+			if err != nil {
 				return err
 			}
 			env.kind, err = bootstrap.CreateKind(ctx, bootstrap.KindOptions{
@@ -349,10 +353,11 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 				LogFolder:         filepath.Join(env.ArtifactFolder, "kind"),
 				Runtime:           env.Runtime,
 				EnableOwnerReferencesPermissionEnforcement: true,
-				// The node becomes Ready while the images load and
-				// the CRDs apply; the controllers' Deployments
-				// becoming Available, below, imply it.
+				// The node becomes Ready while the CRDs apply; the
+				// controllers' Deployments becoming Available, below,
+				// imply it.
 				NoWait: true,
+				Images: images,
 			})
 			return err
 		}); err != nil {
@@ -367,14 +372,6 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 	}
 	env.BootstrapClusterProxy = framework.NewClusterProxy("bootstrap", kubeconfig, scheme,
 		framework.WithMachineLogCollector(&capdlogs.Collector{Runtime: env.Runtime}))
-
-	if env.kind != nil {
-		if err := phase("load the providers' images into every kind node", func() error {
-			return loadImages(ctx, env.Runtime, env.kind, cfg.ManagementImages(), log)
-		}); err != nil {
-			return env, err
-		}
-	}
 
 	// cert-manager's substitute starts while clusterctl init applies the
 	// providers: only its CRDs must be there first (init creates
@@ -541,13 +538,10 @@ func ensureImages(ctx context.Context, rt runtime.Runtime, cfg *config.Config, r
 	return nil
 }
 
-// loadImages loads images into every kind node: mustLoad ones must be in
-// the engine (ensureImages made sure), tryLoad ones are skipped when not.
-func loadImages(ctx context.Context, rt runtime.Runtime, kind *bootstrap.KindCluster, images []config.Image, log func(string, ...any)) error {
-	nodes, err := kind.Nodes(ctx)
-	if err != nil {
-		return err
-	}
+// imagesToLoad returns the images to load into the kind nodes: mustLoad
+// ones must be in the engine (ensureImages made sure), tryLoad ones are
+// skipped when not.
+func imagesToLoad(ctx context.Context, rt runtime.Runtime, images []config.Image, log func(string, ...any)) ([]string, error) {
 	var refs []string
 	for _, img := range images {
 		if _, err := rt.InspectImage(ctx, img.Name); err != nil {
@@ -555,11 +549,11 @@ func loadImages(ctx context.Context, rt runtime.Runtime, kind *bootstrap.KindClu
 				log("setup: skipping image %s (tryLoad): %v", img.Name, err)
 				continue
 			}
-			return fmt.Errorf("image %s (mustLoad): %w", img.Name, err)
+			return nil, fmt.Errorf("image %s (mustLoad): %w", img.Name, err)
 		}
 		refs = append(refs, img.Name)
 	}
-	return bootstrap.LoadImages(ctx, rt, nodes, refs)
+	return refs, nil
 }
 
 // Teardown collects the management cluster's logs and container snapshot,
