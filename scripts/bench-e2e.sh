@@ -28,7 +28,7 @@ ginkgo=$repo/hack/tools/bin/ginkgo
 suite() {
   local name=$1 dir=$2 filter=$3 rc=0
   echo "bench-e2e: $name (label filter: $filter)" >&2
-  (cd "$dir/e2e" && "$ginkgo" -v --tags=e2e --timeout=1h --label-filter="$filter" \
+  (cd "$dir/e2e" && ARTIFACTS=$out/$name "$ginkgo" -v --tags=e2e --timeout=1h --label-filter="$filter" \
     --junit-report=junit.e2e_suite.1.xml --output-dir="$out/$name" . -- \
     -e2e.config="$dir/config/e2e.yaml" -e2e.artifacts-folder="$out/$name") >"$out/$name.log" 2>&1 || rc=$?
   if ((rc != 0)); then

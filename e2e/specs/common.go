@@ -418,15 +418,11 @@ func (r *run) createCluster(ctx context.Context, o createOptions) *clusterctl.Ap
 }
 
 // verifyClusterHealthy checks the Cluster's Available condition and every
-// Machine's Ready condition, as seen by the management cluster proxy.
+// Machine's Ready condition, as seen through proxy (see
+// waitForClusterHealthy).
 func (r *run) verifyClusterHealthy(ctx context.Context, proxy framework.ClusterProxy) {
 	r.step("verify cluster available and machines ready", func() {
-		framework.VerifyClusterAvailable(ctx, framework.VerifyClusterAvailableInput{
-			Getter: proxy.GetClient(), Name: r.clusterName, Namespace: r.namespace,
-		})
-		framework.VerifyMachinesReady(ctx, framework.VerifyMachinesReadyInput{
-			Lister: proxy.GetClient(), Name: r.clusterName, Namespace: r.namespace,
-		})
+		r.waitForClusterHealthy(ctx, watchClient(proxy))
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -174,4 +175,53 @@ func (r *run) waitForClusterGone(ctx context.Context, c client.WithWatch) error 
 		}
 		return false, "phase " + cluster.Status.Phase
 	})
+}
+
+// conditionTrue returns "" when conds has condType True with an empty
+// message, else what differs (upstream's Verify helpers ask the same).
+func conditionTrue(what string, conds []metav1.Condition, condType string) string {
+	for _, c := range conds {
+		if c.Type != condType {
+			continue
+		}
+		if c.Status != metav1.ConditionTrue || c.Message != "" {
+			return fmt.Sprintf("%s: %s %s (%s)", what, condType, c.Status, c.Message)
+		}
+		return ""
+	}
+	return fmt.Sprintf("%s: no %s condition", what, condType)
+}
+
+// waitForClusterHealthy waits for the Cluster's Available condition and
+// every Machine's Ready condition to be True with an empty message
+// (upstream: VerifyClusterAvailable and VerifyMachinesReady, which poll
+// every 10 s; the bound here is the wait-cluster interval).
+func (r *run) waitForClusterHealthy(ctx context.Context, c client.WithWatch) {
+	err := r.wait(c, "wait-cluster", "Cluster "+r.clusterName+" Available", &clusterv1.ClusterList{}).Until(ctx, func(ctx context.Context) (bool, string) {
+		cluster := &clusterv1.Cluster{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.clusterName}, cluster); err != nil {
+			return false, err.Error()
+		}
+		m := conditionTrue("Cluster "+r.clusterName, cluster.Status.Conditions, clusterv1.AvailableCondition)
+		return m == "", m
+	})
+	Expect(err).ToNot(HaveOccurred())
+	err = r.wait(c, "wait-cluster", "every Machine of "+r.clusterName+" Ready", &clusterv1.MachineList{}, r.clusterLabels()).Until(ctx, func(ctx context.Context) (bool, string) {
+		machines := &clusterv1.MachineList{}
+		if err := c.List(ctx, machines, client.InNamespace(r.namespace), r.clusterLabels()); err != nil {
+			return false, err.Error()
+		}
+		if len(machines.Items) == 0 {
+			return false, "no Machines"
+		}
+		var missing []string
+		for i := range machines.Items {
+			m := &machines.Items[i]
+			if s := conditionTrue("Machine "+m.Name, m.Status.Conditions, clusterv1.ReadyCondition); s != "" {
+				missing = append(missing, s)
+			}
+		}
+		return len(missing) == 0, strings.Join(missing, "; ")
+	})
+	Expect(err).ToNot(HaveOccurred())
 }
