@@ -51,7 +51,7 @@ report() {
   echo '| spec (JUnit) | time s |'
   echo '|---|---|'
   sed -nE 's/.*<testcase name="([^"]*)".* time="([0-9.]+)".*/| \1 | \2 |/p' "$out/$name/junit.e2e_suite.1.xml" |
-    grep -v '\[SynchronizedBeforeSuite\]\|\[SynchronizedAfterSuite\]\|\[ReportAfterSuite\]' || true
+    grep -v '\[SynchronizedBeforeSuite\]\|\[SynchronizedAfterSuite\]\|\[ReportAfterSuite\]\| | 0 |$' || true
   for f in "$out/$name"/clusters/*/summary.txt; do
     [[ -f $f ]] || continue
     echo

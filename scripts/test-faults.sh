@@ -8,7 +8,8 @@
 #   bad-config         KUBERNETES_VERSION without a node image: fails before
 #                      anything is created
 #   setup-fail         setup fails after kind create (injected at cert-manager's install)
-#   interrupt-kind     SIGTERM to ci-e2e.sh during kind create (and the image load)
+#   interrupt-kind     SIGTERM to ci-e2e.sh during kind create (kubeadm init and the image load)
+#   interrupt-nodes    SIGTERM to ci-e2e.sh while kind creates its node containers
 #   interrupt-cp       SIGTERM to ci-e2e.sh during the control-plane wait
 #   sigint-suite       SIGINT to the suite's test process during the control-plane wait
 #   double-interrupt   two SIGTERMs during the control-plane wait (Ginkgo skips
@@ -25,7 +26,7 @@ cd "$REPO_ROOT"
 OUT=${ARTIFACTS:-$REPO_ROOT/_artifacts}/faults
 rm -rf "$OUT"
 mkdir -p "$OUT"
-FAULTS=${FAULTS:-bad-config setup-fail interrupt-kind interrupt-cp sigint-suite double-interrupt killed-rerun concurrent}
+FAULTS=${FAULTS:-bad-config setup-fail interrupt-kind interrupt-nodes interrupt-cp sigint-suite double-interrupt killed-rerun concurrent}
 unset SKIP_RESOURCE_CLEANUP CAPD_E2E_INJECT_FAULT GINKGO_FOCUS GINKGO_SKIP
 export GINKGO_LABEL_FILTER="PR-Blocking && !comparison"
 
@@ -154,8 +155,15 @@ for f in $FAULTS; do
   interrupt-kind)
     # kind's library takes no context: CreateKind lets it finish, then
     # collects the nodes' logs into kind/ and deletes them.
-    interrupt "$f" "setup: create the kind management cluster" TERM
+    interrupt "$f" "Starting control-plane" TERM
     check "$f" "setup: kind create and image load" "$RC" fail "$SIGNAL_TIME" "kind/*/journal.log"
+    ;;
+  interrupt-nodes)
+    # The signal reaches kind's docker CLI too: a killed `docker run` may
+    # leave a container the engine creates a moment later, which
+    # CreateKind waits for and removes. The nodes never ran: no logs.
+    interrupt "$f" "Preparing nodes" TERM
+    check "$f" "setup: kind's node containers" "$RC" fail "$SIGNAL_TIME" "localhost/docker-ps.txt"
     ;;
   interrupt-cp)
     interrupt "$f" "wait for control plane initialized" TERM

@@ -192,9 +192,49 @@ func CreateKind(ctx context.Context, o KindOptions) (*KindCluster, error) {
 		if derr := k.Delete(cleanupCtx); derr != nil {
 			err = fmt.Errorf("%w (and deleting it: %v)", err, derr)
 		}
+		if ctx.Err() != nil {
+			if serr := k.settle(cleanupCtx); serr != nil {
+				err = fmt.Errorf("%w (and removing its late containers: %v)", err, serr)
+			}
+		}
 		return nil, fmt.Errorf("create kind cluster %q from %s: %w", o.Name, o.NodeImage, err)
 	}
 	return k, nil
+}
+
+// settle removes the cluster's containers that appear after kind gave up.
+// An interrupt reaches kind's docker CLI too, and a `docker run` killed
+// with its request in flight leaves a container the engine creates a
+// moment later. It checks every 500 ms and returns after 3 s without one,
+// or fails after 20 s.
+func (k *KindCluster) settle(ctx context.Context) error {
+	start := time.Now()
+	quiet := start
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		cs, err := k.rt.ListContainers(ctx, runtime.Filter{Labels: map[string]string{runtime.LabelCluster: k.Name}})
+		if err != nil {
+			return err
+		}
+		for _, c := range cs {
+			quiet = time.Now()
+			if err := k.rt.RemoveContainer(ctx, c.ID); err != nil {
+				return err
+			}
+		}
+		switch {
+		case len(cs) == 0 && time.Since(quiet) >= 3*time.Second:
+			return nil
+		case time.Since(start) > 20*time.Second:
+			return fmt.Errorf("containers of kind cluster %q kept appearing for %s", k.Name, time.Since(start).Round(time.Second))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
 }
 
 // loadWhileCreating waits until the cluster has n node containers whose
