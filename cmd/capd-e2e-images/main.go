@@ -15,7 +15,8 @@
 // images, load balancer, controllers, -only's steps) and what they need are
 // provided. Steps build -jobs at a time (CAPD_E2E_BUILD_JOBS, else the
 // number of CPUs) within a memory budget of three quarters of the memory
-// available at start; the longest chain of steps starts first. Environment: CAPD_E2E_CACHE (default $HOME/.cache/capd-e2e)
+// available at start; the longest chain of steps starts first.
+// Environment: CAPD_E2E_CACHE (default $HOME/.cache/capd-e2e)
 // holds Go wrapper modules, build logs and compiled binaries; DOCKER_HOST
 // selects the engine as for the Docker CLI; CAPI_SOURCE_DIR builds Cluster
 // API from a working tree.

@@ -252,7 +252,7 @@ func (r *run) step(name string, f func()) {
 // artifacts, which must not hide the real failure nor stop the cleanup.
 func (r *run) tryStep(name string, f func() error) {
 	By(name)
-	r.bestEffort(name, func() error {
+	r.asyncStep(name, func() error {
 		var err error
 		if gerr := InterceptGomegaFailure(func() { err = f() }); gerr != nil {
 			return gerr
@@ -265,10 +265,6 @@ func (r *run) tryStep(name string, f func() error) {
 // assert (Gomega's failure interception is not safe for concurrent use),
 // only return an error; a panic is recovered and recorded too.
 func (r *run) asyncStep(name string, f func() error) {
-	r.bestEffort(name, f)
-}
-
-func (r *run) bestEffort(name string, f func() error) {
 	done := r.summary.BestEffortPhase(name)
 	err := func() (err error) {
 		defer func() {

@@ -287,51 +287,40 @@ func (m *mhcRun) waitCloudControllerManager(ctx context.Context) {
 // quicker than a poll).
 func (m *mhcRun) waitUnhealthy(ctx context.Context) {
 	m.step("wait for the MachineHealthCheck to mark the Machine unhealthy", func() {
-		c := watchClient(m.mgmt)
-		err := m.wait(c, "wait-machine-remediation", "Machine "+m.target.Name+" marked unhealthy", &clusterv1.MachineList{}, m.clusterLabels()).
-			Until(ctx, func(ctx context.Context) (bool, string) {
-				mc, gone, err := m.getTarget(ctx, c)
-				if gone {
-					return true, ""
-				}
-				if err != nil {
-					return false, err.Error()
-				}
-				unhealthy := slices.ContainsFunc(mc.Status.Conditions, func(c metav1.Condition) bool {
-					return c.Type == clusterv1.MachineHealthCheckSucceededCondition && c.Status == metav1.ConditionFalse
-				})
-				return unhealthy, "Machine " + mc.Name + " is not marked unhealthy"
+		err := m.waitTarget(ctx, watchClient(m.mgmt), "marked unhealthy", func(mc *clusterv1.Machine) (bool, string) {
+			unhealthy := slices.ContainsFunc(mc.Status.Conditions, func(c metav1.Condition) bool {
+				return c.Type == clusterv1.MachineHealthCheckSucceededCondition && c.Status == metav1.ConditionFalse
 			})
+			return unhealthy, "Machine " + mc.Name + " is not marked unhealthy"
+		})
 		Expect(err).ToNot(HaveOccurred())
 	})
 }
 
-// getTarget reads the unhealthy Machine; gone is true once it is deleted
-// (not found, or a Machine of the same name made since).
-func (m *mhcRun) getTarget(ctx context.Context, c client.Reader) (mc *clusterv1.Machine, gone bool, err error) {
-	mc = &clusterv1.Machine{}
-	err = c.Get(ctx, client.ObjectKeyFromObject(&m.target), mc)
-	if apierrors.IsNotFound(err) || (err == nil && mc.UID != m.target.UID) {
-		return mc, true, nil
-	}
-	return mc, false, err
+// waitTarget waits, watching the cluster's Machines, until the unhealthy
+// Machine is gone (not found, or a Machine of the same name made since) or
+// cond holds for it.
+func (m *mhcRun) waitTarget(ctx context.Context, c client.WithWatch, what string, cond func(*clusterv1.Machine) (bool, string)) error {
+	return m.wait(c, "wait-machine-remediation", "Machine "+m.target.Name+" "+what, &clusterv1.MachineList{}, m.clusterLabels()).
+		Until(ctx, func(ctx context.Context) (bool, string) {
+			mc := &clusterv1.Machine{}
+			err := c.Get(ctx, client.ObjectKeyFromObject(&m.target), mc)
+			if apierrors.IsNotFound(err) || (err == nil && mc.UID != m.target.UID) {
+				return true, ""
+			}
+			if err != nil {
+				return false, err.Error()
+			}
+			return cond(mc)
+		})
 }
 
 func (m *mhcRun) waitDeleted(ctx context.Context) {
 	m.step("wait for the unhealthy Machine, its Node and its container to be gone", func() {
 		timeout, poll := m.durations("wait-machine-remediation")
-		c := watchClient(m.mgmt)
-		err := m.wait(c, "wait-machine-remediation", "Machine "+m.target.Name+" gone", &clusterv1.MachineList{}, m.clusterLabels()).
-			Until(ctx, func(ctx context.Context) (bool, string) {
-				mc, gone, err := m.getTarget(ctx, c)
-				if gone {
-					return true, ""
-				}
-				if err != nil {
-					return false, err.Error()
-				}
-				return false, fmt.Sprintf("Machine %s still exists (deleting: %t)", mc.Name, !mc.DeletionTimestamp.IsZero())
-			})
+		err := m.waitTarget(ctx, watchClient(m.mgmt), "gone", func(mc *clusterv1.Machine) (bool, string) {
+			return false, fmt.Sprintf("Machine %s still exists (deleting: %t)", mc.Name, !mc.DeletionTimestamp.IsZero())
+		})
 		Expect(err).ToNot(HaveOccurred())
 
 		wl := m.mgmt.GetWorkloadCluster(ctx, m.namespace, m.clusterName)
