@@ -447,6 +447,7 @@ func (r *run) clusterExists(ctx context.Context) bool {
 // servers: the two share nothing.
 func (r *run) clusterCleanup(ctx SpecContext) {
 	exists := r.clusterExists(ctx)
+	collected := map[string]bool{} // the containers whose logs were collected
 	var containers sync.WaitGroup
 	containers.Go(func() {
 		// The snapshot first: it records the containers as the spec left
@@ -465,7 +466,7 @@ func (r *run) clusterCleanup(ctx SpecContext) {
 		})
 		if n > 0 {
 			r.asyncStep("cleanup: collect machine logs", func() error {
-				return r.collector.CollectCluster(ctx, r.clusterName, r.clusterDir())
+				return r.collector.CollectClusterExcept(ctx, r.clusterName, r.clusterDir(), collected)
 			})
 		}
 	})
@@ -513,6 +514,12 @@ func (r *run) clusterCleanup(ctx SpecContext) {
 		})
 	}
 	containers.Wait()
+	if exists {
+		// CAPD goes on creating machines until the cluster is deleted: a
+		// spec that failed or was interrupted while one was being provisioned
+		// may find its container only now. Its logs would go with it.
+		r.collectLateMachines(ctx, collected)
+	}
 
 	if r.in.SkipCleanup || !exists {
 		return
@@ -533,6 +540,30 @@ func (r *run) clusterCleanup(ctx SpecContext) {
 			}
 		})
 	}
+}
+
+// collectLateMachines collects the logs of the cluster's containers that
+// appeared after the first collection (collected names those it covered).
+// It records a phase only when there are such containers.
+func (r *run) collectLateMachines(ctx context.Context, collected map[string]bool) {
+	list, err := r.in.Runtime.ListContainers(ctx, runtime.Filter{Labels: map[string]string{runtime.LabelCluster: r.clusterName}})
+	if err != nil {
+		fmt.Fprintf(GinkgoWriter, "cleanup: list the cluster's containers for late machines: %v\n", err)
+		return
+	}
+	var late []string
+	for _, c := range list {
+		if !collected[c.Name] {
+			late = append(late, c.Name)
+		}
+	}
+	if len(late) == 0 {
+		return
+	}
+	fmt.Fprintf(GinkgoWriter, "containers created after the first log collection: %s\n", strings.Join(late, ", "))
+	r.tryStep("cleanup: collect logs of late machines", func() error {
+		return r.collector.CollectClusterExcept(ctx, r.clusterName, r.clusterDir(), collected)
+	})
 }
 
 // finalCleanup deletes the namespace, stops the event watch and checks

@@ -195,6 +195,18 @@ func (c *Collector) CollectLoadBalancer(ctx context.Context, container, dir stri
 // Machine objects, as this needs no management cluster. It returns an error
 // if no container carries the label.
 func (c *Collector) CollectCluster(ctx context.Context, cluster, dir string) error {
+	return c.CollectClusterExcept(ctx, cluster, dir, nil)
+}
+
+// CollectClusterExcept is CollectCluster for the containers whose names are
+// not in seen; it adds the names it collects (whether or not all of their
+// logs could be read) to seen, if seen is not nil. Called again before the
+// cluster is deleted, it collects the containers CAPD created since the
+// first call (a machine still being provisioned when a spec failed or was
+// interrupted), which would otherwise go with the cluster unread. It returns
+// an error if no container carries the label and seen is empty; finding only
+// containers already in seen is not an error.
+func (c *Collector) CollectClusterExcept(ctx context.Context, cluster, dir string, seen map[string]bool) error {
 	if err := c.check(); err != nil {
 		return err
 	}
@@ -207,12 +219,18 @@ func (c *Collector) CollectCluster(ctx context.Context, cluster, dir string) err
 	if err != nil {
 		return fmt.Errorf("list containers of cluster %q: %w", cluster, err)
 	}
-	if len(list) == 0 {
+	if len(list) == 0 && len(seen) == 0 {
 		return fmt.Errorf("collect logs of cluster %q: no container has label %s=%s", cluster, runtime.LabelCluster, cluster)
 	}
 	machines, lbs := c.machineSteps(), c.loadBalancerSteps()
 	jobs := make([]job, 0, len(list))
 	for _, ct := range list {
+		if seen[ct.Name] {
+			continue
+		}
+		if seen != nil {
+			seen[ct.Name] = true
+		}
 		if ct.Labels[runtime.LabelRole] == "external-load-balancer" || ct.Name == LoadBalancerName(cluster) {
 			jobs = append(jobs, job{Target{ct.Name, filepath.Join(dir, "infrastructure", ct.Name)}, lbs})
 			continue

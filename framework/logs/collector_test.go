@@ -557,6 +557,51 @@ func TestCollectClusterLayout(t *testing.T) {
 	}
 }
 
+// A second call collects only the containers that appeared since the
+// first: a machine CAPD was still creating when the spec ended.
+func TestCollectClusterExceptCollectsLateContainers(t *testing.T) {
+	t.Parallel()
+	f := fake.New()
+	addMachine(f, "c1-cp-0")
+	f.SetExec(healthy().exec)
+	dir := t.TempDir()
+	c := &Collector{Runtime: f}
+	seen := map[string]bool{}
+
+	if err := c.CollectClusterExcept(t.Context(), "c1", dir, seen); err != nil {
+		t.Fatal(err)
+	}
+	if !seen["c1-cp-0"] || len(seen) != 1 {
+		t.Fatalf("seen = %v, want c1-cp-0 only", seen)
+	}
+	// Mark the first collection's output: a second collection of the same
+	// container would overwrite it.
+	marker := filepath.Join(dir, "machines/c1-cp-0/kern.log")
+	if err := os.WriteFile(marker, []byte("first pass\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addMachine(f, "c1-cp-1")
+
+	if err := c.CollectClusterExcept(t.Context(), "c1", dir, seen); err != nil {
+		t.Fatal(err)
+	}
+	assertFiles(t, dir, map[string]string{
+		"machines/c1-cp-0/kern.log": "first pass\n",
+		"machines/c1-cp-1/kern.log": "kernel: hello\n",
+	})
+	if !seen["c1-cp-1"] || len(seen) != 2 {
+		t.Errorf("seen = %v, want c1-cp-0 and c1-cp-1", seen)
+	}
+	// Nothing new, and containers already seen: not an error.
+	if err := c.CollectClusterExcept(t.Context(), "c1", dir, seen); err != nil {
+		t.Errorf("third call: %v, want nil", err)
+	}
+	// No container at all and nothing seen: an error.
+	if err := c.CollectClusterExcept(t.Context(), "nope", t.TempDir(), map[string]bool{}); err == nil {
+		t.Error("want an error for a cluster without containers")
+	}
+}
+
 func TestClusterLogCollectorMethods(t *testing.T) {
 	t.Parallel()
 	f := fake.New()
