@@ -299,6 +299,13 @@ func checkCommon(objs []client.Object, version string, e2eConfig *clusterctl.E2E
 	checkArg(kcp.Spec.KubeadmConfigSpec.ClusterConfiguration.ControllerManager.ExtraArgs, "cloud-provider", cloud)
 	checkNodeRegistration(kcp.Spec.KubeadmConfigSpec.InitConfiguration.NodeRegistration, cloud)
 	checkNodeRegistration(kcp.Spec.KubeadmConfigSpec.JoinConfiguration.NodeRegistration, cloud)
+	if cloud != nil {
+		// With a cloud provider's taint to remove, a control-plane node
+		// registers with its own taint (see the template's comment).
+		taint := ptr.To("node-role.kubernetes.io/control-plane:NoSchedule")
+		checkArg(kcp.Spec.KubeadmConfigSpec.InitConfiguration.NodeRegistration.KubeletExtraArgs, "register-with-taints", taint)
+		checkArg(kcp.Spec.KubeadmConfigSpec.JoinConfiguration.NodeRegistration.KubeletExtraArgs, "register-with-taints", taint)
+	}
 
 	md := find[*clusterv1.MachineDeployment](objs, clusterName+"-md-0")
 	Expect(md.Spec.Replicas).To(Equal(ptr.To(int32(workerCount))))
