@@ -119,11 +119,12 @@ func New(cfg Config) (*Cloud, error) {
 			return nil, fmt.Errorf("docker cloud provider: invalid load balancer ulimit %+v", u)
 		}
 	}
+	machines := &instances{rt: cfg.Runtime, cluster: cfg.ClusterName, network: cfg.Network, timeout: cfg.CallTimeout}
 	return &Cloud{
-		instances: &instances{rt: cfg.Runtime, cluster: cfg.ClusterName, network: cfg.Network, timeout: cfg.CallTimeout},
+		instances: machines,
 		lb: &loadBalancer{
 			rt: cfg.Runtime, cluster: cfg.ClusterName, network: cfg.Network, image: cfg.LoadBalancerImage,
-			ulimits: cfg.LoadBalancerUlimits, runID: cfg.RunID, timeout: cfg.CallTimeout,
+			ulimits: cfg.LoadBalancerUlimits, runID: cfg.RunID, timeout: cfg.CallTimeout, machines: machines,
 		},
 	}, nil
 }

@@ -78,6 +78,9 @@ type loadBalancer struct {
 	ulimits []runtime.Ulimit
 	runID   string
 	timeout time.Duration
+	// machines finds a node's machine container, for its addresses; if
+	// nil, nodes without an address in their status are left out.
+	machines *instances
 }
 
 var _ cloudprovider.LoadBalancer = (*loadBalancer)(nil)
@@ -254,7 +257,7 @@ func (l *loadBalancer) ensure(ctx context.Context, svc *v1.Service, nodes []*v1.
 	if svc.Spec.ExternalTrafficPolicy == v1.ServiceExternalTrafficPolicyLocal {
 		cfg.HealthCheckNodePort = svc.Spec.HealthCheckNodePort
 	}
-	cfg.Servers, cfg.Skipped = servers(nodes, ipv4)
+	cfg.Servers, cfg.Skipped = servers(nodes, ipv4, l.machineAddresses(ctx))
 	reloaded, err := l.configure(ctx, name, cfg.render())
 	if err != nil {
 		return nil, fmt.Errorf("configure load balancer %q of service %s: %w", name, key(svc), err)
@@ -317,23 +320,31 @@ func (l *loadBalancer) container(ctx context.Context, name string, svc *v1.Servi
 
 // servers returns the backend servers: each node's first InternalIP of the
 // load balancer's family (IPv4 when it has an IPv4 address), sorted by node
-// name, and the nodes left out for want of one.
-func servers(nodes []*v1.Node, ipv4 bool) (out []haproxyServer, skipped []string) {
+// name, and the nodes left out for want of one. A node whose status has no
+// such address (it registered, but the node controller, which runs beside
+// the service controller, has not initialized it yet) gets the addresses
+// lookup finds for it: the service controller does not update a load
+// balancer when a node's addresses change, so a node left out here would
+// stay out until the next change of the node set.
+func servers(nodes []*v1.Node, ipv4 bool, lookup func(*v1.Node) ([]v1.NodeAddress, error)) (out []haproxyServer, skipped []string) {
+	family := "IPv6"
+	if ipv4 {
+		family = "IPv4"
+	}
 	for _, n := range nodes {
-		addr := ""
-		for _, a := range n.Status.Addresses {
-			ip, err := netip.ParseAddr(a.Address)
-			if a.Type == v1.NodeInternalIP && err == nil && ip.Is4() == ipv4 {
-				addr = ip.String()
-				break
+		addr := internalIP(n.Status.Addresses, ipv4)
+		why := "no " + family + " InternalIP"
+		if addr == "" && lookup != nil {
+			addrs, err := lookup(n)
+			switch {
+			case err != nil:
+				why += " (its machine: " + err.Error() + ")"
+			default:
+				addr = internalIP(addrs, ipv4)
 			}
 		}
 		if addr == "" {
-			family := "IPv6"
-			if ipv4 {
-				family = "IPv4"
-			}
-			skipped = append(skipped, fmt.Sprintf("%s: no %s InternalIP", n.Name, family))
+			skipped = append(skipped, n.Name+": "+why)
 			continue
 		}
 		out = append(out, haproxyServer{Name: n.Name, Address: addr})
@@ -341,6 +352,32 @@ func servers(nodes []*v1.Node, ipv4 bool) (out []haproxyServer, skipped []string
 	slices.SortFunc(out, func(a, b haproxyServer) int { return strings.Compare(a.Name, b.Name) })
 	slices.Sort(skipped)
 	return out, skipped
+}
+
+// internalIP returns the first InternalIP of addrs of the family, or "".
+func internalIP(addrs []v1.NodeAddress, ipv4 bool) string {
+	for _, a := range addrs {
+		ip, err := netip.ParseAddr(a.Address)
+		if a.Type == v1.NodeInternalIP && err == nil && ip.Is4() == ipv4 {
+			return ip.String()
+		}
+	}
+	return ""
+}
+
+// machineAddresses returns the addresses of node's machine container, as
+// the node controller would set them.
+func (l *loadBalancer) machineAddresses(ctx context.Context) func(*v1.Node) ([]v1.NodeAddress, error) {
+	if l.machines == nil {
+		return nil
+	}
+	return func(n *v1.Node) ([]v1.NodeAddress, error) {
+		d, err := l.machines.container(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		return l.machines.addresses(d, n.Name)
+	}
 }
 
 // configure writes config to the container unless it holds it already,

@@ -432,3 +432,29 @@ func TestLoadBalancerEngineFailures(t *testing.T) {
 		t.Errorf("Delete with the engine down: %v", err)
 	}
 }
+
+// A node the node controller has not initialized yet has no address in its
+// status; the service controller will not call again when it gets one, so
+// the load balancer takes the address from the node's machine container.
+// A node without a container (and without an address) is left out, saying
+// why.
+func TestLoadBalancerUninitializedNodeGetsItsMachineAddress(t *testing.T) {
+	e := newHAProxyEngine()
+	e.AddContainer(machine("c1-md-0", cluster, "worker", "172.18.0.7"))
+	lb := newLB(t, e, "")
+	ctx := context.Background()
+	svc := service(tcp(80, 30080))
+	name := "c1-svclb-6f1c9a3e4b2d4c1e"
+
+	registered := node("c1-md-0", "") // no provider ID, no addresses yet
+	if _, err := lb.EnsureLoadBalancer(ctx, cluster, svc, []*v1.Node{registered, node("c1-md-9", "")}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.config(name)
+	if !strings.Contains(cfg, "  server c1-md-0 172.18.0.7:30080 check\n") {
+		t.Errorf("the registered node's machine is not a backend; config:\n%s", cfg)
+	}
+	if !strings.Contains(cfg, "# skipped node c1-md-9: no IPv4 InternalIP (its machine: ") {
+		t.Errorf("the node without a machine is not skipped with a reason; config:\n%s", cfg)
+	}
+}
