@@ -53,8 +53,10 @@ func (r *Renderer) KubeRouterManifest(ctx context.Context, kr config.KubeRouter)
 }
 
 // RewriteKubeRouterManifest pins every cloudnativelabs/kube-router image in
-// manifest to image and turns imagePullPolicy Always into IfNotPresent. It
-// is an error when no kube-router image is found.
+// manifest to image, turns imagePullPolicy Always into IfNotPresent and
+// adds --routes-sync-period (KubeRouterRoutesSyncPeriod) after
+// --run-router=true unless the manifest sets it. It is an error when no
+// kube-router image or no --run-router=true argument is found.
 func RewriteKubeRouterManifest(manifest []byte, image string) ([]byte, error) {
 	if image == "" {
 		return nil, fmt.Errorf("rewrite kube-router manifest: no image given")
@@ -64,12 +66,30 @@ func RewriteKubeRouterManifest(manifest []byte, image string) ([]byte, error) {
 	}
 	out := kubeRouterImageLine.ReplaceAll(manifest, append([]byte("${1}"), escapeDollar(image)...))
 	out = pullAlwaysLine.ReplaceAll(out, []byte("${1}IfNotPresent"))
+	// kube-router peers with a node when the node is added, if the node
+	// has an address then; with an external cloud provider it gets one
+	// only once the cloud-controller-manager initializes it, and
+	// kube-router ignores node updates. Its periodic sync (5 min by
+	// default) is what adds such a peer: until then no pod of the new node
+	// is reachable from the others. Sync every 10 s.
+	if !bytes.Contains(out, []byte("--routes-sync-period")) {
+		if !runRouterArg.Match(out) {
+			return nil, fmt.Errorf("rewrite kube-router manifest: no --run-router=true argument to add --routes-sync-period after")
+		}
+		out = runRouterArg.ReplaceAll(out, []byte("${1}${2}\n${1}\"--routes-sync-period="+KubeRouterRoutesSyncPeriod+"\""))
+	}
 	// The manifest is embedded in cluster templates (ClusterResourceSet),
 	// where clusterctl takes every ${NAME} for a template variable and
 	// fails on the init container's shell ${TMP}: write those as $NAME,
 	// which the shell reads the same when no name character follows.
 	return shellBraces.ReplaceAll(out, []byte("$$${1}${2}")), nil
 }
+
+// KubeRouterRoutesSyncPeriod is the --routes-sync-period the rendered
+// manifest gives kube-router (see RewriteKubeRouterManifest).
+const KubeRouterRoutesSyncPeriod = "10s"
+
+var runRouterArg = regexp.MustCompile(`(?m)^(\s*- )("?--run-router=true"?)[ \t]*$`)
 
 var shellBraces = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}([^A-Za-z0-9_]|$)`)
 

@@ -6,7 +6,7 @@ import (
 )
 
 func TestRewriteKubeRouterManifestUnbracesShellVariables(t *testing.T) {
-	in := "        image: cloudnativelabs/kube-router\n        imagePullPolicy: Always\n" +
+	in := "        image: cloudnativelabs/kube-router\n        imagePullPolicy: Always\n        - --run-router=true\n" +
 		"          cp /a ${TMP};\n          mv ${TMP} /b;\n          echo ${TMP}x ${A_1}\n"
 	out, err := RewriteKubeRouterManifest([]byte(in), "cloudnativelabs/kube-router:v2.1.0")
 	if err != nil {

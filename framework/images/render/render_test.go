@@ -81,6 +81,9 @@ const kubeRouterDaemonSet = `    spec:
       - name: kube-router
         image: docker.io/cloudnativelabs/kube-router
         imagePullPolicy: Always
+        args:
+        - "--run-router=true"
+        - "--run-firewall=true"
       initContainers:
       - name: install-cni
         image: docker.io/cloudnativelabs/kube-router:v2.0.0
@@ -99,7 +102,13 @@ func TestRewriteKubeRouterManifest(t *testing.T) {
 	if strings.Contains(s, "Always") || strings.Count(s, "imagePullPolicy: IfNotPresent") != 2 {
 		t.Errorf("pull policy not rewritten:\n%s", s)
 	}
+	if !strings.Contains(s, "        - \"--run-router=true\"\n        - \"--routes-sync-period=10s\"\n        - \"--run-firewall=true\"\n") {
+		t.Errorf("--routes-sync-period not added after --run-router=true:\n%s", s)
+	}
 	if _, err := RewriteKubeRouterManifest([]byte("kind: ConfigMap\n"), "x:1"); err == nil {
 		t.Error("want an error for a manifest without the image")
+	}
+	if _, err := RewriteKubeRouterManifest([]byte("        image: cloudnativelabs/kube-router\n"), "x:1"); err == nil {
+		t.Error("want an error for a manifest without --run-router=true")
 	}
 }
