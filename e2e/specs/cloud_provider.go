@@ -119,14 +119,22 @@ func (r *run) checkNodesInitialised(ctx context.Context, wl framework.ClusterPro
 // image, serving its health endpoint) through a Service of type
 // LoadBalancer, waits for the cloud controller manager to give it an
 // address, checks the address answers from the host, deletes the Service
-// and checks its load balancer container is gone.
-func (r *run) checkLoadBalancer(ctx context.Context, wl framework.ClusterProxy) {
+// and checks its load balancer container is gone. It asserts through g and
+// times its phases with step, so that it can run beside the spec's own
+// waits (startLoadBalancerCheck).
+func (r *run) checkLoadBalancer(ctx context.Context, wl framework.ClusterProxy, g Gomega, step func(string, func())) {
 	const namespace, name = "default", "capd-e2e-lb"
 	c := wl.GetClient()
+	timeout, poll := r.durations("wait-load-balancer")
+	lbWait := r.wait(watchClient(wl), "wait-load-balancer", "an address for Service "+name, &corev1.ServiceList{}, client.InNamespace(namespace))
 	var ip string
-	r.step("a LoadBalancer Service gets an address", func() {
+	step("a LoadBalancer Service gets an address", func() {
+		// kubeadm creates CoreDNS last, possibly after the control plane
+		// counts as initialized.
 		coredns := &appsv1.Deployment{}
-		Expect(c.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "coredns"}, coredns)).To(Succeed())
+		g.Eventually(ctx, func() error {
+			return c.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "coredns"}, coredns)
+		}).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "kubeadm's CoreDNS Deployment")
 		image := coredns.Spec.Template.Spec.Containers[0].Image // in every node image: nothing to pull
 		labels := map[string]string{"app": name}
 		objs := []client.Object{
@@ -153,32 +161,29 @@ func (r *run) checkLoadBalancer(ctx context.Context, wl framework.ClusterProxy) 
 			}},
 		}
 		for _, o := range objs {
-			Expect(c.Create(ctx, o)).To(Succeed(), "create %T %s", o, name)
+			g.Expect(c.Create(ctx, o)).To(Succeed(), "create %T %s", o, name)
 		}
-		wc := watchClient(wl)
 		svc := &corev1.Service{}
-		err := r.wait(wc, "wait-load-balancer", "an address for Service "+name, &corev1.ServiceList{}).
-			Until(ctx, func(ctx context.Context) (bool, string) {
-				if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, svc); err != nil {
-					return false, err.Error()
+		err := lbWait.Until(ctx, func(ctx context.Context) (bool, string) {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, svc); err != nil {
+				return false, err.Error()
+			}
+			for _, in := range svc.Status.LoadBalancer.Ingress {
+				if in.IP != "" {
+					ip = in.IP
+					return true, ""
 				}
-				for _, in := range svc.Status.LoadBalancer.Ingress {
-					if in.IP != "" {
-						ip = in.IP
-						return true, ""
-					}
-				}
-				return false, "no ingress address yet"
-			})
-		Expect(err).ToNot(HaveOccurred())
+			}
+			return false, "no ingress address yet"
+		})
+		g.Expect(err).ToNot(HaveOccurred())
 		r.summary.Set("load balancer address", ip)
 	})
-	r.step("the LoadBalancer address answers from the host", func() {
-		timeout, poll := r.durations("wait-load-balancer")
+	step("the LoadBalancer address answers from the host", func() {
 		url := "http://" + ip + ":80/health"
 		var body string
 		hc := &http.Client{Timeout: 5 * time.Second}
-		Eventually(ctx, func() error {
+		g.Eventually(ctx, func() error {
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 			if err != nil {
 				return err
@@ -201,18 +206,17 @@ func (r *run) checkLoadBalancer(ctx context.Context, wl framework.ClusterProxy) 
 		r.summary.Set("load balancer answer", fmt.Sprintf("GET %s: 200 %q", url, body))
 		fmt.Fprintf(GinkgoWriter, "GET %s: 200 %q\n", url, body)
 	})
-	r.step("deleting the Service removes its load balancer", func() {
+	step("deleting the Service removes its load balancer", func() {
 		filter := runtime.Filter{Labels: map[string]string{names.LabelService: namespace + "/" + name, names.LabelCluster: r.clusterName}}
 		before, err := r.in.Runtime.ListContainers(ctx, filter)
-		Expect(err).ToNot(HaveOccurred())
-		Expect(before).To(HaveLen(1), "one load balancer container serves Service %s/%s", namespace, name)
+		g.Expect(err).ToNot(HaveOccurred())
+		g.Expect(before).To(HaveLen(1), "one load balancer container serves Service %s/%s", namespace, name)
 		r.summary.Set("load balancer container", before[0].Name+" ("+before[0].Image+")")
-		Expect(c.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})).To(Succeed())
-		timeout, poll := r.durations("wait-load-balancer")
-		Eventually(ctx, func() ([]runtime.Container, error) {
+		g.Expect(c.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})).To(Succeed())
+		g.Eventually(ctx, func() ([]runtime.Container, error) {
 			return r.in.Runtime.ListContainers(ctx, filter)
 		}).WithTimeout(timeout).WithPolling(poll).Should(BeEmpty(), "the load balancer of the deleted Service is still there")
-		Eventually(ctx, func() bool {
+		g.Eventually(ctx, func() bool {
 			return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &corev1.Service{}))
 		}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue(), "the Service's finalizer was not released")
 	})

@@ -16,6 +16,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
@@ -280,6 +282,63 @@ func (r *run) asyncStep(name string, f func() error) {
 	done(err)
 }
 
+// backgroundFailure carries a failed assertion of a background check out
+// of its goroutine.
+type backgroundFailure struct{ message string }
+
+// background starts f beside the spec's own steps: a check that depends on
+// a state the spec has reached and takes its time, so that it overlaps the
+// spec's next waits instead of adding to them. f asserts through g, not
+// the global Gomega, and times its phases with step (summary phases,
+// announced in the Ginkgo log; not By, which belongs to the spec's
+// goroutine). The returned join waits for f as a phase of its own and fails
+// the spec there with f's first failure. f's context ends when the spec
+// ends, before the cluster cleanup, which waits for f to return.
+func (r *run) background(ctx context.Context, name string, f func(ctx context.Context, g Gomega, step func(string, func()))) (join func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	var failure string
+	g := NewGomega(func(message string, _ ...int) { panic(backgroundFailure{message}) })
+	step := func(name string, f func()) {
+		fmt.Fprintf(GinkgoWriter, "STEP (in the background): %s\n", name)
+		end := r.summary.Phase(name)
+		completed := false
+		defer func() {
+			if completed {
+				end(nil)
+			} else {
+				end(errAborted)
+			}
+		}()
+		f()
+		completed = true
+	}
+	go func() {
+		defer close(done)
+		defer func() {
+			switch p := recover().(type) {
+			case nil:
+			case backgroundFailure:
+				failure = p.message
+			default:
+				failure = fmt.Sprintf("panic: %v", p)
+			}
+		}()
+		f(ctx, g, step)
+	}()
+	// Registered after begin's cleanups, so it runs before them.
+	DeferCleanup(func() {
+		cancel()
+		<-done
+	})
+	return func() {
+		r.step("wait for the background check: "+name, func() {
+			<-done
+			Expect(failure).To(BeEmpty(), "%s", name)
+		})
+	}
+}
+
 // intervals returns the spec's [timeout, poll] for key, for upstream
 // helpers; it fails the spec when the config has neither
 // "<spec>/<key>" nor "default/<key>".
@@ -315,6 +374,9 @@ type createOptions struct {
 	variables               map[string]string
 	waiters                 clusterctl.ControlPlaneWaiters
 	postMachinesProvisioned func(managementClusterProxy framework.ClusterProxy, namespace, clusterName string)
+	// controlPlaneInitialized, if set, is called once the control plane is
+	// initialized, before the spec waits for it to be ready.
+	controlPlaneInitialized func()
 }
 
 // createCluster renders the template with clusterctl, applies it and waits
@@ -394,6 +456,9 @@ func (r *run) createCluster(ctx context.Context, o createOptions) *clusterctl.Ap
 		}
 		res.ControlPlane = r.waitForControlPlaneInitialized(ctx, wc)
 	})
+	if o.controlPlaneInitialized != nil {
+		o.controlPlaneInitialized()
+	}
 	r.step("wait for control plane ready", func() {
 		if o.waiters.WaitForControlPlaneMachinesReady != nil {
 			o.waiters.WaitForControlPlaneMachinesReady(ctx, applyIn, (*clusterctl.ApplyCustomClusterTemplateAndWaitResult)(res))
@@ -502,6 +567,13 @@ func (r *run) clusterCleanup(ctx SpecContext) {
 		r.tryStep("cleanup: dump workload pods and nodes", func() error {
 			wl := r.mgmt.GetWorkloadCluster(ctx, r.namespace, r.clusterName)
 			defer wl.Dispose(ctx)
+			// Upstream's dump retries for half a minute against an API
+			// server that is not there yet (a spec that failed or was
+			// interrupted before the control plane came up): ask once,
+			// briefly, first.
+			if err := apiServerAnswers(ctx, wl.GetRESTConfig()); err != nil {
+				return fmt.Errorf("not dumped: the workload cluster's API server does not answer: %w", err)
+			}
 			framework.DumpResourcesForCluster(ctx, framework.DumpResourcesForClusterInput{
 				Lister:  wl.GetClient(),
 				LogPath: filepath.Join(r.clusterDir(), "resources"),
@@ -540,6 +612,24 @@ func (r *run) clusterCleanup(ctx SpecContext) {
 			}
 		})
 	}
+}
+
+// apiServerAnswerTimeout bounds the probe of apiServerAnswers.
+const apiServerAnswerTimeout = 5 * time.Second
+
+// apiServerAnswers asks the API server of cfg for its version, waiting at
+// most apiServerAnswerTimeout.
+func apiServerAnswers(ctx context.Context, cfg *rest.Config) error {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = apiServerAnswerTimeout
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, apiServerAnswerTimeout)
+	defer cancel()
+	_, err = cs.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	return err
 }
 
 // collectLateMachines collects the logs of the cluster's containers that

@@ -1,7 +1,10 @@
 package specs
 
 import (
+	"context"
+
 	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
 
 	"sigs.k8s.io/cluster-api/test/framework"
 	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
@@ -56,6 +59,8 @@ func QuickStartSpec(inputGetter func() QuickStartSpecInput) {
 		func(ctx SpecContext) {
 			in := inputGetter()
 			r := begin(ctx, "quick-start", in.CommonInput)
+			var wl framework.ClusterProxy
+			joinLB := func() {}
 			r.createCluster(ctx, createOptions{
 				flavor:                  deref(in.Flavor, clusterctl.DefaultFlavor),
 				kubernetesVersion:       r.variable(varKubernetesVersion),
@@ -63,12 +68,24 @@ func QuickStartSpec(inputGetter func() QuickStartSpecInput) {
 				workerCount:             deref(in.WorkerMachineCount, 1),
 				waiters:                 in.ControlPlaneWaiters,
 				postMachinesProvisioned: in.PostMachinesProvisioned,
+				controlPlaneInitialized: func() {
+					if in.CloudControllerManager == nil {
+						return
+					}
+					// The workload cluster's API server answers from here
+					// on: the load balancer check needs nothing more (a
+					// worker for a backend, which it waits for), so it runs
+					// while the spec waits for the machines.
+					wl = r.mgmt.GetWorkloadCluster(ctx, r.namespace, r.clusterName)
+					DeferCleanup(wl.Dispose)
+					joinLB = r.background(ctx, "a Service of type LoadBalancer", func(ctx context.Context, g Gomega, step func(string, func())) {
+						r.checkLoadBalancer(ctx, wl, g, step)
+					})
+				},
 			})
 			if in.CloudControllerManager != nil {
-				wl := r.mgmt.GetWorkloadCluster(ctx, r.namespace, r.clusterName)
-				defer wl.Dispose(ctx)
 				r.checkNodesInitialised(ctx, wl)
-				r.checkLoadBalancer(ctx, wl)
+				joinLB()
 			}
 		})
 }
