@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,33 +53,69 @@ var _ = Describe("Log collection compared with upstream's DockerLogCollector", L
 	})
 })
 
+// collectorRounds is how many times each collector runs; the report gives
+// every time and the medians. The two alternate which goes first, so that
+// neither always finds the other's page cache warm.
+const collectorRounds = 5
+
 func compareLogCollectors(ctx context.Context, mgmt framework.ClusterProxy, namespace, name string) {
 	in := commonInput()
 	dir := filepath.Join(in.ArtifactFolder, "comparison", "log-collectors", name)
-
-	By("Collecting the 3 machines' logs with our collector")
-	start := time.Now()
 	ours := &capdlogs.Collector{Runtime: in.Runtime}
-	Expect(ours.CollectCluster(ctx, name, filepath.Join(dir, "ours"))).To(Succeed())
-	oursTime := time.Since(start)
-
-	By("Collecting the same machines' logs with upstream's DockerLogCollector, as its ClusterProxy does")
 	upstreamProxy := framework.NewClusterProxy("comparison", mgmt.GetKubeconfigPath(), mgmt.GetScheme(),
 		framework.WithMachineLogCollector(framework.DockerLogCollector{}))
 	defer upstreamProxy.Dispose(ctx)
-	start = time.Now()
-	upstreamProxy.CollectWorkloadClusterLogs(ctx, namespace, name, filepath.Join(dir, "upstream"))
-	upstreamTime := time.Since(start)
 
-	oursFiles, oursBytes := tree(filepath.Join(dir, "ours"))
-	upFiles, upBytes := tree(filepath.Join(dir, "upstream"))
-	report := fmt.Sprintf("collector  wall_time  files  bytes\nours       %9s  %5d  %d\nupstream   %9s  %5d  %d\n\nfiles (ours):\n  %s\n\nfiles (upstream):\n  %s\n",
-		oursTime.Round(time.Millisecond), len(oursFiles), oursBytes, upstreamTime.Round(time.Millisecond), len(upFiles), upBytes,
+	runOurs := func(out string) time.Duration {
+		start := time.Now()
+		Expect(ours.CollectCluster(ctx, name, out)).To(Succeed())
+		return time.Since(start)
+	}
+	// As upstream's ClusterProxy does in its cleanup.
+	runUpstream := func(out string) time.Duration {
+		start := time.Now()
+		upstreamProxy.CollectWorkloadClusterLogs(ctx, namespace, name, out)
+		return time.Since(start)
+	}
+	var oursTimes, upTimes []time.Duration
+	By(fmt.Sprintf("Collecting the machines' logs with our collector and upstream's DockerLogCollector, %d times each, alternating", collectorRounds))
+	for i := range collectorRounds {
+		o, u := filepath.Join(dir, fmt.Sprintf("ours-%d", i)), filepath.Join(dir, fmt.Sprintf("upstream-%d", i))
+		if i%2 == 0 {
+			oursTimes = append(oursTimes, runOurs(o))
+			upTimes = append(upTimes, runUpstream(u))
+		} else {
+			upTimes = append(upTimes, runUpstream(u))
+			oursTimes = append(oursTimes, runOurs(o))
+		}
+	}
+
+	oursFiles, oursBytes := tree(filepath.Join(dir, "ours-0"))
+	upFiles, upBytes := tree(filepath.Join(dir, "upstream-0"))
+	oursMed, upMed := median(oursTimes), median(upTimes)
+	report := fmt.Sprintf("collector  median  times  files  bytes (round 0)\nours       %6s  %s  %5d  %d\nupstream   %6s  %s  %5d  %d\nratio (upstream/ours, medians): %.2f\n\nfiles (ours):\n  %s\n\nfiles (upstream):\n  %s\n",
+		oursMed.Round(time.Millisecond), roundAll(oursTimes), len(oursFiles), oursBytes,
+		upMed.Round(time.Millisecond), roundAll(upTimes), len(upFiles), upBytes,
+		float64(upMed)/float64(oursMed),
 		strings.Join(oursFiles, "\n  "), strings.Join(upFiles, "\n  "))
 	Expect(os.WriteFile(filepath.Join(dir, "comparison.txt"), []byte(report), 0o644)).To(Succeed())
 	fmt.Fprintln(GinkgoWriter, report)
 	Expect(oursFiles).ToNot(BeEmpty())
 	Expect(upFiles).ToNot(BeEmpty())
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func roundAll(d []time.Duration) string {
+	out := make([]string, len(d))
+	for i, v := range d {
+		out[i] = v.Round(time.Millisecond).String()
+	}
+	return strings.Join(out, ",")
 }
 
 // tree lists the files under dir, relative to it, and their total size.

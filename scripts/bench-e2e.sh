@@ -63,7 +63,7 @@ report() {
     [[ -f $f ]] || continue
     echo
     echo '```'
-    sed -n '1,3p' "$f"
+    sed -n '1,4p' "$f"
     echo '```'
   done
   echo
