@@ -34,15 +34,11 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
-	clusterctlconfig "sigs.k8s.io/cluster-api/cmd/clusterctl/client/config"
 	"sigs.k8s.io/cluster-api/test/framework"
 	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
 	infrav1 "sigs.k8s.io/cluster-api/test/infrastructure/docker/api/v1beta2"
@@ -63,7 +59,6 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
 	"github.com/capd-e2e/capd-e2e/framework/secrets"
 	"github.com/capd-e2e/capd-e2e/framework/snapshot"
-	"github.com/capd-e2e/capd-e2e/framework/waitfor"
 )
 
 // SetupInput is the input of Setup.
@@ -388,43 +383,9 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 		return env, err
 	}
 
-	mgmtLogs := filepath.Join(env.ArtifactFolder, "clusters", env.BootstrapClusterProxy.GetName())
 	if err := phase("clusterctl init", func() error {
-		return catch(func() {
-			clusterctl.Init(ctx, clusterctl.InitInput{
-				LogFolder:               mgmtLogs,
-				ClusterctlConfigPath:    env.ClusterctlConfigPath,
-				KubeconfigPath:          env.BootstrapClusterProxy.GetKubeconfigPath(),
-				CoreProvider:            clusterctlconfig.ClusterAPIProviderName,
-				BootstrapProviders:      []string{clusterctlconfig.KubeadmBootstrapProviderName},
-				ControlPlaneProviders:   []string{clusterctlconfig.KubeadmControlPlaneProviderName},
-				InfrastructureProviders: env.E2EConfig.InfrastructureProviders(),
-			})
-		})
-	}); err != nil {
-		return env, err
-	}
-
-	if err := phase("wait for the providers' controllers to be Available", func() error {
-		timeout, resync, err := env.Config.Intervals(env.BootstrapClusterProxy.GetName(), "wait-controllers")
-		if err != nil {
-			return err
-		}
-		c, err := watchClient(env.BootstrapClusterProxy)
-		if err != nil {
-			return err
-		}
-		return waitForProviders(ctx, c, timeout, resync)
-	}); err != nil {
-		return env, err
-	}
-
-	if err := phase("stream the controllers' logs", func() error {
-		// Upstream's helper finds the providers installed and Available
-		// (it runs clusterctl init only on a cluster without them, and its
-		// poll for Available succeeds at its first look) and starts
-		// streaming the controllers' logs and metrics until Teardown: the
-		// watches must outlive setup's context.
+		// The controllers' logs are streamed until Teardown; the watches
+		// must outlive setup's context.
 		watchCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		env.stopWatches = cancel
 		return catch(func() {
@@ -432,7 +393,7 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 				ClusterProxy:            env.BootstrapClusterProxy,
 				ClusterctlConfigPath:    env.ClusterctlConfigPath,
 				InfrastructureProviders: env.E2EConfig.InfrastructureProviders(),
-				LogFolder:               mgmtLogs,
+				LogFolder:               filepath.Join(env.ArtifactFolder, "clusters", env.BootstrapClusterProxy.GetName()),
 			}, env.E2EConfig.GetIntervals(env.BootstrapClusterProxy.GetName(), "wait-controllers")...)
 		})
 	}); err != nil {
@@ -825,41 +786,4 @@ func Preflight(cfg *config.Config, reqs []specs.Requirement, management bool) er
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// waitForProviders waits until clusterctl's providers' Deployments (label
-// cluster.x-k8s.io/provider) all have condition Available, learning of
-// changes from a watch. Upstream's InitManagementClusterAndWatchControllerLogs
-// waits for the same condition one Deployment after another, each polled
-// at the wait-controllers interval (10 s).
-func waitForProviders(ctx context.Context, c client.WithWatch, timeout, resync time.Duration) error {
-	sel := client.HasLabels{clusterv1.ProviderNameLabel}
-	return waitfor.Wait{
-		Client: c, Watched: &appsv1.DeploymentList{}, ListOptions: []client.ListOption{sel},
-		Timeout: timeout, Resync: resync, What: "the providers' Deployments Available",
-	}.Until(ctx, func(ctx context.Context) (bool, string) {
-		var list appsv1.DeploymentList
-		if err := c.List(ctx, &list, sel); err != nil {
-			return false, fmt.Sprintf("list Deployments: %v", err)
-		}
-		if len(list.Items) == 0 {
-			return false, "no Deployment has label " + clusterv1.ProviderNameLabel
-		}
-		var waiting []string
-		for _, d := range list.Items {
-			available := false
-			for _, cond := range d.Status.Conditions {
-				if cond.Type == appsv1.DeploymentAvailable && cond.Status == corev1.ConditionTrue {
-					available = true
-				}
-			}
-			if !available {
-				waiting = append(waiting, d.Namespace+"/"+d.Name)
-			}
-		}
-		if len(waiting) > 0 {
-			return false, "not Available: " + strings.Join(waiting, ", ")
-		}
-		return true, ""
-	})
 }
