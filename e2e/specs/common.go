@@ -590,13 +590,16 @@ func (r *run) clusterCleanup(ctx SpecContext) {
 		// CAPD goes on creating machines until the cluster is deleted: a
 		// spec that failed or was interrupted while one was being provisioned
 		// may find its container only now. Its logs would go with it.
-		r.collectLateMachines(ctx, collected)
+		r.collectLateMachines(ctx, collected, false, "cleanup: collect logs of late machines")
 	}
 
 	if r.in.SkipCleanup || !exists {
 		return
 	}
 	r.step("cleanup: delete cluster", func() {
+		// CAPD may still create a machine's container while the cluster is
+		// deleted (the Machines go last); catch its logs before it goes.
+		defer r.catchLateMachines(ctx, collected)()
 		c := r.mgmt.GetClient()
 		cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: r.clusterName}}
 		Expect(client.IgnoreNotFound(c.Delete(ctx, cluster))).To(Succeed(), "delete Cluster %s/%s", r.namespace, r.clusterName)
@@ -633,12 +636,17 @@ func apiServerAnswers(ctx context.Context, cfg *rest.Config) error {
 }
 
 // collectLateMachines collects the logs of the cluster's containers that
-// appeared after the first collection (collected names those it covered).
-// It records a phase only when there are such containers.
-func (r *run) collectLateMachines(ctx context.Context, collected map[string]bool) {
-	list, err := r.in.Runtime.ListContainers(ctx, runtime.Filter{Labels: map[string]string{runtime.LabelCluster: r.clusterName}})
+// appeared after the first collection (collected names those it covered;
+// it is updated). With running, only running containers count (one that is
+// only created has nothing to collect yet). It records a phase only when
+// there are such containers. It does not assert, so it may run beside the
+// spec's goroutine.
+func (r *run) collectLateMachines(ctx context.Context, collected map[string]bool, running bool, phase string) {
+	list, err := r.in.Runtime.ListContainers(ctx, runtime.Filter{Labels: map[string]string{runtime.LabelCluster: r.clusterName}, Running: running})
 	if err != nil {
-		fmt.Fprintf(GinkgoWriter, "cleanup: list the cluster's containers for late machines: %v\n", err)
+		if ctx.Err() == nil {
+			fmt.Fprintf(GinkgoWriter, "%s: list the cluster's containers: %v\n", phase, err)
+		}
 		return
 	}
 	var late []string
@@ -650,10 +658,43 @@ func (r *run) collectLateMachines(ctx context.Context, collected map[string]bool
 	if len(late) == 0 {
 		return
 	}
-	fmt.Fprintf(GinkgoWriter, "containers created after the first log collection: %s\n", strings.Join(late, ", "))
-	r.tryStep("cleanup: collect logs of late machines", func() error {
+	fmt.Fprintf(GinkgoWriter, "%s: %s\n", phase, strings.Join(late, ", "))
+	r.asyncStep(phase, func() error {
 		return r.collector.CollectClusterExcept(ctx, r.clusterName, r.clusterDir(), collected)
 	})
+}
+
+// lateMachinePoll is how often the engine is asked for new containers of
+// the cluster while it is deleted. The engine is local and the list
+// filtered by label: cheap.
+const lateMachinePoll = 500 * time.Millisecond
+
+// catchLateMachines collects, while the cluster is deleted, the logs of
+// containers that start meanwhile; the returned stop ends it and waits.
+// A collection under way when stop is called runs to its end (its own
+// timeout bounds it).
+func (r *run) catchLateMachines(ctx context.Context, collected map[string]bool) (stop func()) {
+	stopped := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(lateMachinePoll)
+		defer t.Stop()
+		for {
+			r.collectLateMachines(ctx, collected, true, "cleanup: collect logs of machines started during the deletion")
+			select {
+			case <-ctx.Done():
+				return
+			case <-stopped:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() {
+		close(stopped)
+		<-done
+	}
 }
 
 // finalCleanup deletes the namespace, stops the event watch and checks
