@@ -235,6 +235,12 @@ var errAborted = errors.New("did not complete (the spec failed or timed out here
 // helper) stays unfinished.
 func (r *run) step(name string, f func()) {
 	By(name)
+	r.phase(name, f)
+}
+
+// phase is step without By, which belongs to the spec's goroutine: for
+// steps taken in the background.
+func (r *run) phase(name string, f func()) {
 	done := r.summary.Phase(name)
 	completed := false
 	defer func() {
@@ -301,17 +307,7 @@ func (r *run) background(ctx context.Context, name string, f func(ctx context.Co
 	g := NewGomega(func(message string, _ ...int) { panic(backgroundFailure{message}) })
 	step := func(name string, f func()) {
 		fmt.Fprintf(GinkgoWriter, "STEP (in the background): %s\n", name)
-		end := r.summary.Phase(name)
-		completed := false
-		defer func() {
-			if completed {
-				end(nil)
-			} else {
-				end(errAborted)
-			}
-		}()
-		f()
-		completed = true
+		r.phase(name, f)
 	}
 	go func() {
 		defer close(done)
