@@ -9,7 +9,7 @@ GINKGO_LABEL_FILTER ?= PR-Blocking && !comparison
 GINKGO_NODES ?= 1
 export GINKGO_FOCUS GINKGO_SKIP GINKGO_LABEL_FILTER GINKGO_NODES
 
-.PHONY: test test-podman lint bench bench-e2e bench-images bench-scale images test-images test-e2e test-examples test-registry test-faults clean-e2e
+.PHONY: test test-podman lint bench bench-e2e bench-gobuild bench-images bench-scale images test-images test-e2e test-examples test-registry test-faults clean-e2e
 
 test: ## Unit and integration tests (needs a Docker-API engine).
 	scripts/test.sh
@@ -26,10 +26,13 @@ bench: ## Exec latency: our runtime vs the docker CLI, idle and loaded.
 bench-images: ## Cold `make images` measured both ways in one run: one step at a time, then in parallel (about an hour).
 	scripts/bench-images.sh
 
+bench-gobuild: ## Two cold Go builds one after the other, both at once, and with GOGC=400: wall and CPU of each (after make images; about 8 minutes).
+	scripts/bench-gobuild.sh
+
 bench-e2e: ## The PR job's suite time and setup phases (BEFORE_REF=<commit>: also from that commit, same images), and our quick-start vs upstream's.
 	scripts/bench-e2e.sh
 
-bench-scale: ## One quick-start alone, then three at once (GINKGO_NODES=3): wall times, memory per machine (about 10 minutes).
+bench-scale: ## One quick-start alone, then three at once (GINKGO_NODES=3): wall times, memory per machine (about 10 minutes); BENCH_SCALE_BEYOND="5 7": more at once until a run fails.
 	scripts/bench-scale.sh
 
 images: ## Provide every image the E2E needs: built from the Go module proxy and Debian, or pulled (build.registry). ARGS=-list shows the plan.
