@@ -4,20 +4,41 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 
 	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/capd-e2e/capd-e2e/e2e/specs"
 )
 
-// Three quick-starts, each in its own namespace and cluster: with
-// GINKGO_NODES=3 they run at once, one per Ginkgo process, on the one
-// management cluster. scripts/bench-scale.sh (make bench-scale) runs one,
-// then three at once, and compares their wall times. Labels "comparison"
-// (a measurement: out of the default filter) and "scale".
+// scaleClusters is how many quick-starts the scale Describe holds:
+// SCALE_CLUSTERS, default 3. scripts/bench-scale.sh raises it to find where
+// this machine runs out.
+func scaleClusters() int {
+	v := os.Getenv("SCALE_CLUSTERS")
+	if v == "" {
+		return 3
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 50 {
+		// The spec tree is being built: there is no spec to fail yet, and
+		// Ginkgo reports a panic here as the suite's failure, with this text.
+		panic(fmt.Sprintf("SCALE_CLUSTERS=%q: want a whole number from 1 to 50 (how many quick-starts the scale specs run)", v))
+	}
+	return n
+}
+
+// Quick-starts, each in its own namespace and cluster (three unless
+// SCALE_CLUSTERS says otherwise): with GINKGO_NODES at the same number they
+// run at once, one per Ginkgo process, on the one management cluster.
+// scripts/bench-scale.sh (make bench-scale) runs one, then three at once,
+// and compares their wall times. Labels "comparison" (a measurement: out of
+// the default filter) and "scale".
 var _ = Describe("Quick-starts at once", Label(specs.LabelComparison, specs.LabelScale), func() {
-	for i := 1; i <= 3; i++ {
-		Context(fmt.Sprintf("cluster %d of 3", i), func() {
+	n := scaleClusters()
+	for i := 1; i <= n; i++ {
+		Context(fmt.Sprintf("cluster %d of %d", i, n), func() {
 			specs.QuickStartSpec(func() specs.QuickStartSpecInput {
 				return specs.QuickStartSpecInput{CommonInput: commonInput()}
 			})
