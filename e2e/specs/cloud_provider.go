@@ -179,6 +179,24 @@ func (r *run) checkLoadBalancer(ctx context.Context, wl framework.ClusterProxy, 
 		g.Expect(err).ToNot(HaveOccurred())
 		r.summary.Set("load balancer address", ip)
 	})
+	// Kubernetes' service controller leaves nodes labelled
+	// exclude-from-external-load-balancers (kubeadm's control-plane nodes) out
+	// of a load balancer's backends: the address cannot answer before another
+	// node is Ready. That wait is the workers', bounded by their interval;
+	// the answer then gets wait-load-balancer's. (With three quick-starts at
+	// once on 2 CPUs, the workers' networking came up just as a single
+	// wait-load-balancer timeout, counted from here, ran out.)
+	step("a node that can back the load balancer is Ready", func() {
+		nodes := &corev1.NodeList{}
+		err := r.wait(watchClient(wl), "wait-worker-nodes", "a Ready Node without label "+corev1.LabelNodeExcludeBalancers,
+			&corev1.NodeList{}, client.InNamespace("")).Until(ctx, func(ctx context.Context) (bool, string) {
+			if err := c.List(ctx, nodes); err != nil {
+				return false, err.Error()
+			}
+			return loadBalancerBackendReady(nodes.Items)
+		})
+		g.Expect(err).ToNot(HaveOccurred())
+	})
 	step("the LoadBalancer address answers from the host", func() {
 		url := "http://" + ip + ":80/health"
 		var body string
@@ -220,4 +238,31 @@ func (r *run) checkLoadBalancer(ctx context.Context, wl framework.ClusterProxy, 
 			return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &corev1.Service{}))
 		}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue(), "the Service's finalizer was not released")
 	})
+}
+
+// loadBalancerBackendReady reports whether one of nodes can back a load
+// balancer: Ready, and not labelled exclude-from-external-load-balancers.
+// Otherwise it says why not.
+func loadBalancerBackendReady(nodes []corev1.Node) (bool, string) {
+	var why []string
+	for _, n := range nodes {
+		if _, excluded := n.Labels[corev1.LabelNodeExcludeBalancers]; excluded {
+			why = append(why, n.Name+" excluded")
+			continue
+		}
+		ready := false
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				ready = true
+			}
+		}
+		if ready {
+			return true, ""
+		}
+		why = append(why, n.Name+" not Ready")
+	}
+	if len(why) == 0 {
+		return false, "no nodes"
+	}
+	return false, strings.Join(why, ", ")
 }

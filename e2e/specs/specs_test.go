@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
 )
@@ -71,5 +73,37 @@ func TestPreloadImages(t *testing.T) {
 	c.Variables[varDockerPreloadImages] = "[]"
 	if got, want := preloadImages(c), `["registry.k8s.io/cluster-api/capd-manager:v1.14.2"]`; got != want {
 		t.Errorf("preloadImages with an empty list = %s, want %s", got, want)
+	}
+}
+
+func TestLoadBalancerBackendReady(t *testing.T) {
+	node := func(name string, ready bool, excluded bool) corev1.Node {
+		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
+		if excluded {
+			n.Labels[corev1.LabelNodeExcludeBalancers] = ""
+		}
+		status := corev1.ConditionFalse
+		if ready {
+			status = corev1.ConditionTrue
+		}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status}}
+		return n
+	}
+	for _, tc := range []struct {
+		name  string
+		nodes []corev1.Node
+		want  bool
+		why   string
+	}{
+		{"no nodes", nil, false, "no nodes"},
+		{"only a Ready control plane, excluded", []corev1.Node{node("cp", true, true)}, false, "cp excluded"},
+		{"worker not Ready yet", []corev1.Node{node("cp", true, true), node("w", false, false)}, false, "cp excluded, w not Ready"},
+		{"worker Ready", []corev1.Node{node("cp", true, true), node("w", true, false)}, true, ""},
+		{"a control plane without the label counts", []corev1.Node{node("cp", true, false)}, true, ""},
+	} {
+		got, why := loadBalancerBackendReady(tc.nodes)
+		if got != tc.want || why != tc.why {
+			t.Errorf("%s: got (%v, %q), want (%v, %q)", tc.name, got, why, tc.want, tc.why)
+		}
 	}
 }
