@@ -23,7 +23,7 @@ lint: ## gofmt and go vet.
 bench: ## Exec latency: our runtime vs the docker CLI, idle and loaded.
 	scripts/bench-exec.sh
 
-bench-images: ## Cold `make images` measured both ways in one run: one step at a time, then in parallel (about an hour).
+bench-images: ## Cold `make images` measured both ways in one run: one step at a time, then in parallel (38 minutes on 2 cores).
 	scripts/bench-images.sh
 
 bench-gobuild: ## Two cold Go builds one after the other, both at once, and with GOGC=400: wall and CPU of each (after make images; about 8 minutes).
