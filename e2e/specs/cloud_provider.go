@@ -126,7 +126,8 @@ func (r *run) checkLoadBalancer(ctx context.Context, wl framework.ClusterProxy, 
 	const namespace, name = "default", "capd-e2e-lb"
 	c := wl.GetClient()
 	timeout, poll := r.durations("wait-load-balancer")
-	lbWait := r.wait(watchClient(wl), "wait-load-balancer", "an address for Service "+name, &corev1.ServiceList{}, client.InNamespace(namespace))
+	wc := watchClient(wl)
+	lbWait := r.wait(wc, "wait-load-balancer", "an address for Service "+name, &corev1.ServiceList{}, client.InNamespace(namespace))
 	var ip string
 	step("a LoadBalancer Service gets an address", func() {
 		// kubeadm creates CoreDNS last, possibly after the control plane
@@ -188,7 +189,7 @@ func (r *run) checkLoadBalancer(ctx context.Context, wl framework.ClusterProxy, 
 	// wait-load-balancer timeout, counted from here, ran out.)
 	step("a node that can back the load balancer is Ready", func() {
 		nodes := &corev1.NodeList{}
-		err := r.wait(watchClient(wl), "wait-worker-nodes", "a Ready Node without label "+corev1.LabelNodeExcludeBalancers,
+		err := r.wait(wc, "wait-worker-nodes", "a Ready Node without label "+corev1.LabelNodeExcludeBalancers,
 			&corev1.NodeList{}, client.InNamespace("")).Until(ctx, func(ctx context.Context) (bool, string) {
 			if err := c.List(ctx, nodes); err != nil {
 				return false, err.Error()
@@ -250,13 +251,7 @@ func loadBalancerBackendReady(nodes []corev1.Node) (bool, string) {
 			why = append(why, n.Name+" excluded")
 			continue
 		}
-		ready := false
-		for _, c := range n.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				ready = true
-			}
-		}
-		if ready {
+		if nodeReady(n) {
 			return true, ""
 		}
 		why = append(why, n.Name+" not Ready")
@@ -265,4 +260,11 @@ func loadBalancerBackendReady(nodes []corev1.Node) (bool, string) {
 		return false, "no nodes"
 	}
 	return false, strings.Join(why, ", ")
+}
+
+// nodeReady reports whether n's Ready condition is True.
+func nodeReady(n corev1.Node) bool {
+	return slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
+		return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+	})
 }

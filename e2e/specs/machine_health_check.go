@@ -377,10 +377,7 @@ func (m *mhcRun) waitReplaced(ctx context.Context) {
 				if err := wc.Get(ctx, types.NamespacedName{Name: node}, n); err != nil {
 					return false, err.Error()
 				}
-				ready := slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
-					return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
-				})
-				return ready, "Node " + node + " is not Ready"
+				return nodeReady(*n), "Node " + node + " is not Ready"
 			})
 		Expect(err).ToNot(HaveOccurred())
 
