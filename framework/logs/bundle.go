@@ -18,7 +18,8 @@ import (
 )
 
 // A running machine is collected with one exec of a POSIX shell script
-// (bundleScript, one capd_run or capd_copy line per step, bundleTail)
+// (bundleScript, one capd_run, capd_go or capd_copy line per step,
+// bundleTail)
 // instead of one exec per command and one engine copy per path: each exec
 // costs the engine a runc process or two, and upstream's seven per machine
 // cost about as much CPU as the commands they run (BenchmarkCollectNode).
@@ -26,7 +27,8 @@ import (
 // The script stages every command's standard output, standard error and
 // exit status in a folder under $TMPDIR (default /tmp), runs the commands
 // at once in the background, each under coreutils' timeout when the machine
-// has it, and meanwhile writes the copies to its standard output as tar
+// has it (a Go program with goEnv exported in its own background subshell,
+// capd_go), and meanwhile writes the copies to its standard output as tar
 // archives. It then waits for the commands and writes a last archive of the
 // staged files. Its standard output is thus tar archives one after the
 // other, read by eachEntry:
@@ -67,6 +69,7 @@ capd_run() {
 	read -r e _ </proc/uptime
 	echo "$c $s $e" >"$d/ctl/$i.rc"
 }
+capd_go() { export %s; capd_run "$@"; }
 capd_copy() {
 	if [ ! -e "$3/$4" ]; then echo missing >"$d/ctl/$1.rc"; return; fi
 	: >"$d/mark/$1" && tar -cf - -C "$r" "$b/mark/$1" || return
@@ -137,7 +140,7 @@ func (c *Collector) newBundle(dir string, steps []step) *bundle {
 		current: -1,
 	}
 	var script strings.Builder
-	fmt.Fprintf(&script, bundleScript, strings.TrimPrefix(b.root, "capd-e2e-logs."))
+	fmt.Fprintf(&script, bundleScript, strings.TrimPrefix(b.root, "capd-e2e-logs."), strings.Join(goEnv, " "))
 	var slowest, copies time.Duration
 	for i, s := range steps {
 		b.stderr[i] = &tailBuffer{max: 64 << 10}
@@ -145,7 +148,11 @@ func (c *Collector) newBundle(dir string, steps []step) *bundle {
 		if s.kind == stepExec {
 			slowest = max(slowest, t)
 			b.out[i] = &lazyFile{path: filepath.Join(dir, s.output)}
-			fmt.Fprintf(&script, "capd_run %d %s", i, seconds(t))
+			fn := "capd_run"
+			if s.goProgram {
+				fn = "capd_go"
+			}
+			fmt.Fprintf(&script, "%s %d %s", fn, i, seconds(t))
 			for _, a := range s.cmd {
 				script.WriteString(" " + shellQuote(a))
 			}

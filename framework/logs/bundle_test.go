@@ -20,7 +20,7 @@ import (
 )
 
 // node plays the collection script the way a machine runs it: it reads
-// the capd_run and capd_copy lines of the script, answers commands from a script map
+// the capd_run, capd_go and capd_copy lines of the script, answers commands from a script map
 // and copies from the fake's files (through CopyFrom, which names entries
 // as tar -C <parent> <base> does), and writes the same stream the real
 // script would. The integration tests run the real script in a container.
@@ -109,11 +109,11 @@ func (n node) exec(t testing.TB) fake.ExecFunc {
 		var ctlNames []string
 		for _, l := range lines {
 			w := words(l)
-			if len(w) < 3 || (w[0] != "capd_run" && w[0] != "capd_copy") {
+			if len(w) < 3 || (w[0] != "capd_run" && w[0] != "capd_go" && w[0] != "capd_copy") {
 				continue
 			}
 			i := w[1]
-			if w[0] == "capd_run" {
+			if w[0] == "capd_run" || w[0] == "capd_go" {
 				args := w[3 : len(w)-1] // drop the trailing &
 				r, ok := n.commands[strings.Join(args, " ")]
 				switch {

@@ -184,6 +184,47 @@ func TestCollectMachineWritesCleanFiles(t *testing.T) {
 	assertHealthyStderr(t, dir)
 }
 
+// TestFallbackRunsGoProgramsWithGoEnv: collected step by step (the fake
+// has no sh for the script), kubelet and crictl get goEnv and nothing else
+// does.
+func TestFallbackRunsGoProgramsWithGoEnv(t *testing.T) {
+	t.Parallel()
+	f := fake.New()
+	addMachine(f, "m1")
+	var mu sync.Mutex
+	envs := map[string][]string{}
+	h := healthy()
+	f.SetExec(func(ctx context.Context, container string, opts runtime.ExecOptions) (runtime.ExecResult, error) {
+		mu.Lock()
+		envs[strings.Join(opts.Cmd, " ")] = opts.Env
+		mu.Unlock()
+		return h.exec(ctx, container, opts)
+	})
+	c := &Collector{
+		Runtime:        f,
+		AdditionalLogs: []Command{{File: "extra/extra.txt", Cmd: []string{"sh", "-c", "echo extra; echo oops >&2"}}},
+	}
+	if err := c.CollectMachine(t.Context(), "m1", t.TempDir()); err != nil {
+		t.Fatalf("CollectMachine: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for cmd := range h {
+		env, ran := envs[cmd]
+		if !ran {
+			t.Errorf("%q did not run", cmd)
+			continue
+		}
+		var want []string // the machine's own environment: nothing added
+		if strings.HasPrefix(cmd, "kubelet ") || strings.HasPrefix(cmd, "crictl ") {
+			want = goEnv
+		}
+		if !slices.Equal(env, want) {
+			t.Errorf("%q ran with env %q, want %q", cmd, env, want)
+		}
+	}
+}
+
 func TestCollectMachineRecordsFailuresAndGoesOn(t *testing.T) {
 	t.Parallel()
 	f := fake.New()

@@ -112,7 +112,10 @@ case "$*" in
 esac
 `
 
+// crictlScript also tells on its standard error the Go settings it ran
+// with (goEnv).
 const crictlScript = `#!/bin/sh
+echo "crictl env: GOGC=${GOGC-unset} GOMEMLIMIT=${GOMEMLIMIT-unset}" >&2
 case "$1" in
 info) echo '{"status":{"conditions":[]}}' ;;
 ps) echo "CONTAINER  IMAGE  STATE"; echo "abc123  pause  Running" ;;
@@ -207,7 +210,10 @@ func TestIntegrationCollectCluster(t *testing.T) {
 	c := &logs.Collector{
 		Runtime:        r,
 		CommandTimeout: 20 * time.Second,
-		AdditionalLogs: []logs.Command{{File: "hostname.txt", Cmd: []string{"cat", "/etc/hostname"}}},
+		AdditionalLogs: []logs.Command{
+			{File: "hostname.txt", Cmd: []string{"cat", "/etc/hostname"}},
+			{File: "env.txt", Cmd: []string{"sh", "-c", `echo "GOGC=${GOGC-unset}"`}},
+		},
 	}
 	dir := t.TempDir()
 	begin := time.Now()
@@ -243,6 +249,14 @@ func TestIntegrationCollectCluster(t *testing.T) {
 	stderrLog := read(t, filepath.Join(m, logs.StderrFile))
 	if !strings.Contains(stderrLog, "containerd.log") || !strings.Contains(stderrLog, "containerd: a warning") {
 		t.Errorf("%s = %q, want containerd's warning under its header", logs.StderrFile, stderrLog)
+	}
+	// crictl, a Go program, ran with the collector's Go settings; a
+	// command of the caller's kept the machine's environment.
+	if want := "crictl env: GOGC=off GOMEMLIMIT=256MiB"; strings.Count(stderrLog, want) != 2 {
+		t.Errorf("%s = %q, want %q under both crictl commands", logs.StderrFile, stderrLog, want)
+	}
+	if got := read(t, filepath.Join(m, "env.txt")); got != "GOGC=unset\n" {
+		t.Errorf("env.txt = %q: an additional command ran with the Go settings", got)
 	}
 	if strings.Contains(stderrLog, "collection script") {
 		t.Errorf("%s = %q: the collection script did not run cleanly in busybox", logs.StderrFile, stderrLog)
