@@ -306,7 +306,11 @@ func (r *Runtime) Kill(ctx context.Context, nameOrID, signal string) error {
 		signal = "SIGKILL"
 	}
 	if _, err := r.c.ContainerKill(ctx, nameOrID, client.ContainerKillOptions{Signal: signal}); err != nil {
-		return r.wrap(err, "send %s to container %q", signal, nameOrID)
+		err = r.wrap(err, "send %s to container %q", signal, nameOrID)
+		if isKillNotSeen(err) {
+			return r.awaitUnkillable(ctx, nameOrID, err)
+		}
+		return err
 	}
 	return nil
 }
@@ -315,7 +319,11 @@ func (r *Runtime) Kill(ctx context.Context, nameOrID, signal string) error {
 func (r *Runtime) Stop(ctx context.Context, nameOrID string, timeout time.Duration) error {
 	secs := int(timeout.Round(time.Second) / time.Second)
 	if _, err := r.c.ContainerStop(ctx, nameOrID, client.ContainerStopOptions{Timeout: &secs}); err != nil {
-		return r.wrap(err, "stop container %q", nameOrID)
+		err = r.wrap(err, "stop container %q", nameOrID)
+		if isKillNotSeen(err) {
+			return r.awaitUnkillable(ctx, nameOrID, err)
+		}
+		return err
 	}
 	return nil
 }
@@ -342,8 +350,21 @@ func (r *Runtime) Wait(ctx context.Context, nameOrID string) (int, error) {
 	}
 }
 
-// RemoveContainer implements runtime.Containers.
+// RemoveContainer implements runtime.Containers. A running container that
+// the engine cannot kill (thaw.go) is thawed if the engine is local, waited
+// for, and removed again.
 func (r *Runtime) RemoveContainer(ctx context.Context, nameOrID string) error {
+	err := r.remove(ctx, nameOrID)
+	if isKillNotSeen(err) {
+		if err := r.awaitUnkillable(ctx, nameOrID, err); err != nil {
+			return err
+		}
+		err = r.remove(ctx, nameOrID)
+	}
+	return err
+}
+
+func (r *Runtime) remove(ctx context.Context, nameOrID string) error {
 	_, err := r.c.ContainerRemove(ctx, nameOrID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil {
 		err = r.wrap(err, "remove container %q", nameOrID)

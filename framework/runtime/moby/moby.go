@@ -53,6 +53,8 @@ type Runtime struct {
 	host           string
 	podman         bool
 	defaultUlimits []runtime.Ulimit
+	// thawer thaws a container the engine cannot kill (thaw.go).
+	thawer thawer
 }
 
 // New connects to the engine and checks that it answers within
@@ -70,7 +72,7 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("configure container engine client (DOCKER_HOST=%q): %w", os.Getenv("DOCKER_HOST"), err)
 	}
-	r := &Runtime{c: c, host: c.DaemonHost()}
+	r := &Runtime{c: c, host: c.DaemonHost(), thawer: hostThawer}
 	timeout := cfg.ConnectTimeout
 	if timeout == 0 {
 		timeout = 10 * time.Second

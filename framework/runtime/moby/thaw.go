@@ -1,0 +1,245 @@
+package moby
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/client"
+	"golang.org/x/sys/unix"
+
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
+)
+
+// A container the engine cannot kill.
+//
+// On cgroup v1 a task in a frozen freezer group acts on no signal, SIGKILL
+// included, until the group is thawed. A kind node runs containerd and runc
+// inside it, and a pod's group in it can be frozen when the node is killed
+// (seen once in a MachineHealthCheck spec: a "runc init" in state D under a
+// group whose freezer.state said FROZEN). The node's init then dies, but its
+// PID namespace waits for the frozen task forever, so the engine never sees
+// the exit. Docker gives up after a few seconds with "tried to kill
+// container, but did not receive an exit event", and the container stays up.
+//
+// The engine has no API to thaw, so when the engine is local the harness
+// writes THAWED (cgroup v2: 0 to cgroup.freeze) to every frozen group at or
+// under the container's own groups, found by their names (containerGroups). The SIGKILLs already sent then land, the container
+// exits, and the call that failed is made again.
+
+// killNotSeen are how Docker's kill, stop and forced removal, and Podman's,
+// say that the container did not exit after SIGKILL.
+var killNotSeen = []string{"did not receive an exit event", "given PIDs did not die within timeout"}
+
+// unkillableWait bounds the wait for such a container's exit, within the
+// caller's context.
+const unkillableWait = 2 * time.Minute
+
+func isKillNotSeen(err error) bool {
+	return err != nil && slices.ContainsFunc(killNotSeen, func(s string) bool { return strings.Contains(err.Error(), s) })
+}
+
+// thawer finds and thaws frozen cgroups. Its roots are fields so that tests
+// can point them at a fake tree.
+type thawer struct {
+	cgroupRoot string // /sys/fs/cgroup
+}
+
+var hostThawer = thawer{cgroupRoot: "/sys/fs/cgroup"}
+
+// searchDepth bounds how deep under a hierarchy's root the container's
+// group is looked for: docker/<id>, system.slice/docker-<id>.scope and
+// machine.slice/libpod-<id>.scope are at depth 2, a group under a
+// --cgroup-parent a little deeper.
+const searchDepth = 4
+
+// containerGroups returns the groups named after the container id (its full
+// ID) in the hierarchies that can freeze: cgroup v1's freezer, or the
+// unified hierarchy where it is mounted at the root (cgroup v2). They are
+// found by name rather than through /proc/<pid>/cgroup of the container's
+// init, because an init that is exiting has already left its v1 groups.
+// Nothing is found when the engine's cgroups are not this host's.
+func (t thawer) containerGroups(id string) ([]string, error) {
+	var roots []string
+	if _, err := os.Stat(filepath.Join(t.cgroupRoot, "cgroup.controllers")); err == nil {
+		roots = append(roots, t.cgroupRoot)
+	} else if fi, err := os.Stat(filepath.Join(t.cgroupRoot, "freezer")); err == nil && fi.IsDir() {
+		roots = append(roots, filepath.Join(t.cgroupRoot, "freezer"))
+	}
+	var groups []string
+	for _, root := range roots {
+		err := filepath.WalkDir(root, func(dir string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return nil // a group that went away, or a file
+			}
+			if strings.Contains(d.Name(), id) {
+				groups = append(groups, dir)
+				return fs.SkipDir
+			}
+			rel, _ := filepath.Rel(root, dir)
+			if rel != "." && strings.Count(rel, string(filepath.Separator))+1 >= searchDepth {
+				return fs.SkipDir
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return groups, nil
+}
+
+// thaw thaws every frozen group at or under the container's groups and
+// returns those it thawed. Parents come before their children,
+// as a group stays frozen while its parent is. Groups that vanish meanwhile
+// (their tasks exited) are no error.
+func (t thawer) thaw(id string) ([]string, error) {
+	roots, err := t.containerGroups(id)
+	if err != nil {
+		return nil, fmt.Errorf("find the cgroups of container %s: %w", id, err)
+	}
+	if len(roots) == 0 {
+		return nil, fmt.Errorf("find the cgroups of container %s: no group under %s is named after it (is the engine's host another?)", id, t.cgroupRoot)
+	}
+	var thawed []string
+	var errs []error
+	for _, root := range roots {
+		_ = filepath.WalkDir(root, func(dir string, d fs.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				// A group that went away, or a file: nothing to thaw.
+				return nil
+			}
+			did, err := thawGroup(dir)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			if did {
+				thawed = append(thawed, dir)
+			}
+			return nil
+		})
+	}
+	return thawed, errors.Join(errs...)
+}
+
+// thawGroup thaws dir if it is frozen (v1 freezer.state FROZEN or
+// FREEZING, v2 cgroup.freeze 1).
+func thawGroup(dir string) (bool, error) {
+	for _, f := range []struct{ file, frozen, thawed string }{
+		{"freezer.state", "FROZEN FREEZING", "THAWED"},
+		{"cgroup.freeze", "1", "0"},
+	} {
+		p := filepath.Join(dir, f.file)
+		b, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		if !slices.Contains(strings.Fields(f.frozen), strings.TrimSpace(string(b))) {
+			return false, nil
+		}
+		if err := os.WriteFile(p, []byte(f.thawed), 0); err != nil {
+			return false, fmt.Errorf("thaw %s: %w", dir, err)
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// prune removes the container's groups that are empty, deepest first, for
+// an engine that no longer knows the container but left them behind (Podman
+// after a failed removal). A group that still holds tasks stays (rmdir
+// fails), and so does everything above it.
+func (t thawer) prune(id string) {
+	roots, _ := t.containerGroups(id)
+	for _, root := range roots {
+		var dirs []string
+		_ = filepath.WalkDir(root, func(dir string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, dir)
+			}
+			return nil
+		})
+		for _, dir := range slices.Backward(dirs) {
+			_ = unix.Rmdir(dir)
+		}
+	}
+}
+
+// local reports whether the engine runs on this host: a unix socket (a
+// remote engine over ssh or tcp has cgroups this process cannot see).
+func (r *Runtime) local() bool {
+	return strings.HasPrefix(r.host, "unix://")
+}
+
+// fullID matches a full container ID, which Podman's error names.
+var fullID = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
+
+// awaitUnkillable is called when the engine sent SIGKILL to the container
+// but saw no exit (cause). When the engine is local, it thaws the
+// container's frozen groups; then it waits for the exit within ctx and
+// unkillableWait. It returns nil once the container is not running, or
+// gone with its frozen groups thawed; otherwise an error that names cause,
+// the groups thawed and what ended the wait.
+//
+// Podman, unlike Docker, forgets the container even though its tasks did
+// not die; the ID is then taken from Podman's error.
+func (r *Runtime) awaitUnkillable(ctx context.Context, nameOrID string, cause error) error {
+	var notes []string
+	fail := func() error { return fmt.Errorf("%w; %s", cause, strings.Join(notes, "; ")) }
+	id, err := r.fullID(ctx, nameOrID)
+	gone := errors.Is(err, runtime.ErrNotFound)
+	if gone {
+		id = fullID.FindString(cause.Error())
+	} else if err != nil {
+		notes = append(notes, err.Error())
+	}
+	thawed := false
+	if r.local() && id != "" {
+		groups, err := r.thawer.thaw(id)
+		if len(groups) > 0 {
+			thawed = true
+			notes = append(notes, "thawed frozen cgroups "+strings.Join(groups, ", "))
+		}
+		if err != nil {
+			notes = append(notes, err.Error())
+		}
+	}
+	if gone {
+		if !thawed {
+			notes = append(notes, "the engine forgot the container; its tasks may live on")
+			return fail()
+		}
+		r.thawer.prune(id)
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, unkillableWait)
+	defer cancel()
+	start := time.Now()
+	if _, err := r.Wait(wctx, nameOrID); err != nil && !errors.Is(err, runtime.ErrNotFound) {
+		if wctx.Err() != nil {
+			err = fmt.Errorf("not exited after %s: %w", time.Since(start).Round(time.Millisecond), wctx.Err())
+		}
+		notes = append(notes, err.Error())
+		return fail()
+	}
+	return nil
+}
+
+// fullID returns the container's full ID.
+func (r *Runtime) fullID(ctx context.Context, nameOrID string) (string, error) {
+	res, err := r.c.ContainerInspect(ctx, nameOrID, client.ContainerInspectOptions{})
+	if err != nil {
+		return "", r.wrap(err, "inspect container %q", nameOrID)
+	}
+	return res.Container.ID, nil
+}
