@@ -8,11 +8,19 @@
 #
 # With BEFORE_REF (a commit), the PR job also runs from that commit, in a git
 # worktree, on the same images (the suite checks images by name), so that
-# before and after are measured in the same run. FILTER replaces the PR
+# before and after are measured in the same run. BEFORE_DIR instead names a
+# checkout prepared by hand (e.g. an old commit whose suite reads manifests
+# that its own `make images` renders into out/). FILTER replaces the PR
 # job's label filter (e.g. "remediation" for the before/after of another
 # spec; its summary.txt files are reported too); COMPARISON=false skips the
 # comparison run. Images must be there (make images). Results:
 # $ARTIFACTS/bench-e2e/results.md. About 5 minutes a run.
+#
+# A run that fails is marked failed in results.md and the others still run;
+# the script then exits 1. Each run's artifacts and log are scanned for
+# secrets with this checkout's capd-e2e-secrets (bench-e2e runs ginkgo
+# directly, without ci-e2e.sh's last scan, and an older checkout may redact
+# less): anything found is redacted, and the run is marked failed.
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -23,6 +31,9 @@ scripts/install-deps.sh
 scripts/ensure-engine.sh --privileged-nesting
 GOBIN=$repo/hack/tools/bin go install github.com/onsi/ginkgo/v2/ginkgo
 ginkgo=$repo/hack/tools/bin/ginkgo
+go build -o hack/tools/bin/capd-e2e-secrets ./cmd/capd-e2e-secrets
+secrets=$repo/hack/tools/bin/capd-e2e-secrets
+declare -A failed=()
 
 # suite NAME DIR FILTER: the suite of checkout DIR, as ci-e2e.sh runs it.
 suite() {
@@ -33,7 +44,12 @@ suite() {
     -e2e.config="$dir/config/e2e.yaml" -e2e.artifacts-folder="$out/$name") >"$out/$name.log" 2>&1 || rc=$?
   if ((rc != 0)); then
     echo "bench-e2e: $name failed (rc $rc); see $out/$name.log" >&2
-    return "$rc"
+    failed[$name]="the suite exited with code $rc ($name.log)"
+  fi
+  if ! "$secrets" scan "$out/$name" "$out/$name.log" >"$out/$name.secrets-scan.txt" 2>&1; then
+    "$secrets" redact "$out/$name" "$out/$name.log" >>"$out/$name.secrets-scan.txt" 2>&1 || true
+    echo "bench-e2e: $name left secrets, now redacted; see $out/$name.secrets-scan.txt" >&2
+    failed[$name]="${failed[$name]:+${failed[$name]}; }secrets found and redacted ($name.secrets-scan.txt)"
   fi
 }
 
@@ -42,16 +58,21 @@ report() {
   local name=$1
   echo "## $name"
   echo
+  if [[ -n ${failed[$name]:-} ]]; then
+    echo "**FAILED:** ${failed[$name]}"
+    echo
+  fi
   grep -Eo 'Ran [0-9]+ of [0-9]+ Specs in [0-9.]+ seconds' "$out/$name.log" | tail -1 | sed 's/^/suite: /'
   echo
   echo '| setup phase | time |'
   echo '|---|---|'
   sed -nE 's/.*setup: (.*) done in ([0-9.hmsµ]+)$/| \1 | \2 |/p' "$out/$name.log"
   echo
-  echo '| spec (JUnit) | time s |'
-  echo '|---|---|'
-  sed -nE 's/.*<testcase name="([^"]*)".* time="([0-9.]+)".*/| \1 | \2 |/p' "$out/$name/junit.e2e_suite.1.xml" |
-    grep -v '\[SynchronizedBeforeSuite\]\|\[SynchronizedAfterSuite\]\|\[ReportAfterSuite\]\| | 0 |$' || true
+  echo '| spec (JUnit) | status | time s |'
+  echo '|---|---|---|'
+  [[ -f $out/$name/junit.e2e_suite.1.xml ]] &&
+    sed -nE 's/.*<testcase name="([^"]*)".* status="([a-z]+)".* time="([0-9.]+)".*/| \1 | \2 | \3 |/p' "$out/$name/junit.e2e_suite.1.xml" |
+    grep -v '\[SynchronizedBeforeSuite\]\|\[SynchronizedAfterSuite\]\|\[ReportAfterSuite\]\| skipped | \| | 0 |$' || true
   for f in "$out/$name"/clusters/*/summary.txt; do
     [[ -f $f ]] || continue
     echo
@@ -71,7 +92,11 @@ report() {
 
 filter=${FILTER:-PR-Blocking && !comparison}
 runs=()
-if [[ -n ${BEFORE_REF:-} ]]; then
+if [[ -n ${BEFORE_DIR:-} ]]; then
+  [[ -f $BEFORE_DIR/e2e/e2e_suite_test.go ]] || { echo "bench-e2e: BEFORE_DIR=$BEFORE_DIR holds no e2e suite" >&2; exit 1; }
+  suite pr-before "$(cd "$BEFORE_DIR" && pwd)" "$filter"
+  runs+=(pr-before)
+elif [[ -n ${BEFORE_REF:-} ]]; then
   before=$(mktemp -d)/before
   git worktree add --detach "$before" "$BEFORE_REF" >&2
   trap 'git worktree remove --force "$before" >/dev/null 2>&1 || true' EXIT
@@ -85,8 +110,12 @@ if [[ ${COMPARISON:-true} == true ]]; then
   runs+=(comparison)
 fi
 {
-  echo "# bench-e2e $(date -u +%FT%TZ) at $(git rev-parse --short HEAD)${BEFORE_REF:+, before = $BEFORE_REF}, $(nproc) CPUs"
+  echo "# bench-e2e $(date -u +%FT%TZ) at $(git rev-parse --short HEAD)${BEFORE_REF:+, before = $BEFORE_REF}${BEFORE_DIR:+, before = $BEFORE_DIR}, $(nproc) CPUs"
   echo
   for r in "${runs[@]}"; do report "$r"; done
 } >"$out/results.md"
 cat "$out/results.md"
+if ((${#failed[@]} > 0)); then
+  echo "bench-e2e: failed runs: ${!failed[*]}" >&2
+  exit 1
+fi
