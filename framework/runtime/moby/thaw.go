@@ -29,10 +29,14 @@ import (
 // the exit. Docker gives up after a few seconds with "tried to kill
 // container, but did not receive an exit event", and the container stays up.
 //
+// Podman instead says "given PIDs did not die within timeout" and forgets
+// the container, while its tasks live on.
+//
 // The engine has no API to thaw, so when the engine is local the harness
 // writes THAWED (cgroup v2: 0 to cgroup.freeze) to every frozen group at or
-// under the container's own groups, found by their names (containerGroups). The SIGKILLs already sent then land, the container
-// exits, and the call that failed is made again.
+// under the container's own groups, found by their names (containerGroups).
+// The SIGKILLs already sent then land, the container exits, and the call
+// that failed is made again.
 
 // killNotSeen are how Docker's kill, stop and forced removal, and Podman's,
 // say that the container did not exit after SIGKILL.
@@ -46,8 +50,8 @@ func isKillNotSeen(err error) bool {
 	return err != nil && slices.ContainsFunc(killNotSeen, func(s string) bool { return strings.Contains(err.Error(), s) })
 }
 
-// thawer finds and thaws frozen cgroups. Its roots are fields so that tests
-// can point them at a fake tree.
+// thawer finds and thaws frozen cgroups. Its root is a field so that tests
+// can point it at a fake tree.
 type thawer struct {
 	cgroupRoot string // /sys/fs/cgroup
 }
