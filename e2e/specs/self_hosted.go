@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -158,21 +159,16 @@ func SelfHostedSpec(inputGetter func() SelfHostedSpecInput) {
 			})
 
 			r.step("wait for the moved cluster to be reconciled", func() {
-				timeout, poll := r.durations("wait-cluster")
-				Eventually(ctx, func(g Gomega) {
+				wc := watchClient(s.proxy)
+				key := client.ObjectKey{Namespace: r.namespace, Name: r.clusterName}
+				err := r.wait(wc, "wait-cluster", "the moved Cluster "+r.clusterName+" reconciled", &clusterv1.ClusterList{}).Until(ctx, func(ctx context.Context) (bool, string) {
 					c := &clusterv1.Cluster{}
-					g.Expect(s.proxy.GetClient().Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.clusterName}, c)).To(Succeed())
-					g.Expect(c.Spec.Paused).To(Or(BeNil(), HaveValue(BeFalse())), "Cluster is still paused")
-					// Unpausing bumped the generation: the moved controllers
-					// have reconciled the Cluster once they caught up.
-					g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation), "the moved controllers have not reconciled the Cluster yet")
-					g.Expect(c.Status.Conditions).ToNot(ContainElement(And(
-						HaveField("Type", clusterv1.PausedCondition), HaveField("Status", metav1.ConditionTrue),
-					)), "Cluster reports Paused")
-					for _, f := range c.GetManagedFields() {
-						g.Expect(f.Manager).ToNot(Equal("clusterctl"), "clusterctl must not keep owning fields of the moved Cluster")
+					if err := wc.Get(ctx, key, c); err != nil {
+						return false, err.Error()
 					}
-				}).WithTimeout(timeout).WithPolling(poll).Should(Succeed())
+					return movedClusterReconciled(c)
+				})
+				Expect(err).ToNot(HaveOccurred())
 			})
 
 			r.step("check that no Machine is rolled out", func() {
@@ -194,6 +190,30 @@ func SelfHostedSpec(inputGetter func() SelfHostedSpecInput) {
 
 			r.verifyClusterHealthy(ctx, s.proxy)
 		})
+}
+
+// movedClusterReconciled reports whether the controllers that the Cluster
+// was moved to have taken it over, and if not, what is still missing.
+func movedClusterReconciled(c *clusterv1.Cluster) (bool, string) {
+	if ptr.Deref(c.Spec.Paused, false) {
+		return false, "Cluster is still paused"
+	}
+	// Unpausing bumped the generation: the moved controllers have
+	// reconciled the Cluster once they caught up.
+	if c.Status.ObservedGeneration != c.Generation {
+		return false, fmt.Sprintf("the moved controllers have not reconciled the Cluster yet (observed generation %d of %d)", c.Status.ObservedGeneration, c.Generation)
+	}
+	for _, cond := range c.Status.Conditions {
+		if cond.Type == clusterv1.PausedCondition && cond.Status == metav1.ConditionTrue {
+			return false, "Cluster reports Paused"
+		}
+	}
+	for _, f := range c.GetManagedFields() {
+		if f.Manager == "clusterctl" {
+			return false, "clusterctl still owns fields of the moved Cluster"
+		}
+	}
+	return true, ""
 }
 
 // selfHostedRun is the state of one self-hosted spec run.
