@@ -179,6 +179,38 @@ func (t thawer) prune(id string) {
 	}
 }
 
+// taskExitWait bounds how long awaitEmpty waits for thawed tasks to exit.
+const taskExitWait = 30 * time.Second
+
+// awaitEmpty waits until no group in groups lists a task (cgroup.procs is
+// empty or gone), within ctx and limit. It reads files of this host's
+// cgroup filesystem, which has no change notification that works on every
+// hierarchy, so it looks every 20 ms.
+func awaitEmpty(ctx context.Context, groups []string, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		busy := ""
+		for _, g := range groups {
+			b, err := os.ReadFile(filepath.Join(g, "cgroup.procs"))
+			if err == nil && len(strings.TrimSpace(string(b))) > 0 {
+				busy = g
+				break
+			}
+		}
+		if busy == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("tasks still in %s after the thaw: %w", busy, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
 // local reports whether the engine runs on this host: a unix socket (a
 // remote engine over ssh or tcp has cgroups this process cannot see).
 func (r *Runtime) local() bool {
@@ -207,11 +239,11 @@ func (r *Runtime) awaitUnkillable(ctx context.Context, nameOrID string, cause er
 	} else if err != nil {
 		notes = append(notes, err.Error())
 	}
-	thawed := false
+	var thawed []string
 	if r.local() && id != "" {
 		groups, err := r.thawer.thaw(id)
 		if len(groups) > 0 {
-			thawed = true
+			thawed = groups
 			notes = append(notes, "thawed frozen cgroups "+strings.Join(groups, ", "))
 		}
 		if err != nil {
@@ -219,8 +251,14 @@ func (r *Runtime) awaitUnkillable(ctx context.Context, nameOrID string, cause er
 		}
 	}
 	if gone {
-		if !thawed {
+		if len(thawed) == 0 {
 			notes = append(notes, "the engine forgot the container; its tasks may live on")
+			return fail()
+		}
+		// No engine waits for these tasks: give the SIGKILLs that were
+		// pending a moment to land before the empty groups are removed.
+		if err := awaitEmpty(ctx, thawed, taskExitWait); err != nil {
+			notes = append(notes, err.Error())
 			return fail()
 		}
 		r.thawer.prune(id)

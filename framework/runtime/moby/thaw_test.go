@@ -314,3 +314,25 @@ func TestOtherRemoveErrorsNotRetried(t *testing.T) {
 	}
 	fileIs(t, state, "FROZEN")
 }
+
+func TestAwaitEmpty(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	exiting := filepath.Join(root, "exiting")
+	stuck := filepath.Join(root, "stuck")
+	group(t, exiting, map[string]string{"cgroup.procs": "42\n"})
+	group(t, stuck, map[string]string{"cgroup.procs": "43\n"})
+	// The task of exiting leaves after a moment, as a thawed, killed task does.
+	done := make(chan error, 1)
+	time.AfterFunc(100*time.Millisecond, func() { done <- os.WriteFile(filepath.Join(exiting, "cgroup.procs"), nil, 0o644) })
+	if err := awaitEmpty(t.Context(), []string{exiting, filepath.Join(root, "gone")}, 10*time.Second); err != nil {
+		t.Errorf("awaitEmpty(exiting, gone) = %v, want nil once the task left", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	err := awaitEmpty(t.Context(), []string{exiting, stuck}, 200*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), stuck) {
+		t.Errorf("awaitEmpty(stuck) = %v, want an error naming %s", err, stuck)
+	}
+}
