@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moby/moby/client"
 	"golang.org/x/sys/unix"
 
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
@@ -136,9 +135,13 @@ func (t thawer) thaw(id string) ([]string, error) {
 // thawGroup thaws dir if it is frozen (v1 freezer.state FROZEN or
 // FREEZING, v2 cgroup.freeze 1).
 func thawGroup(dir string) (bool, error) {
-	for _, f := range []struct{ file, frozen, thawed string }{
-		{"freezer.state", "FROZEN FREEZING", "THAWED"},
-		{"cgroup.freeze", "1", "0"},
+	for _, f := range []struct {
+		file   string
+		frozen []string
+		thawed string
+	}{
+		{"freezer.state", []string{"FROZEN", "FREEZING"}, "THAWED"},
+		{"cgroup.freeze", []string{"1"}, "0"},
 	} {
 		p := filepath.Join(dir, f.file)
 		b, err := os.ReadFile(p)
@@ -148,7 +151,7 @@ func thawGroup(dir string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if !slices.Contains(strings.Fields(f.frozen), strings.TrimSpace(string(b))) {
+		if !slices.Contains(f.frozen, strings.TrimSpace(string(b))) {
 			return false, nil
 		}
 		if err := os.WriteFile(p, []byte(f.thawed), 0); err != nil {
@@ -217,8 +220,9 @@ func (r *Runtime) local() bool {
 	return strings.HasPrefix(r.host, "unix://")
 }
 
-// fullID matches a full container ID, which Podman's error names.
-var fullID = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
+// containerIDPattern matches a full container ID, which Podman's error
+// names.
+var containerIDPattern = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
 
 // awaitUnkillable is called when the engine sent SIGKILL to the container
 // but saw no exit (cause). When the engine is local, it thaws the
@@ -232,10 +236,11 @@ var fullID = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
 func (r *Runtime) awaitUnkillable(ctx context.Context, nameOrID string, cause error) error {
 	var notes []string
 	fail := func() error { return fmt.Errorf("%w; %s", cause, strings.Join(notes, "; ")) }
-	id, err := r.fullID(ctx, nameOrID)
+	d, err := r.InspectContainer(ctx, nameOrID)
+	id := d.ID
 	gone := errors.Is(err, runtime.ErrNotFound)
 	if gone {
-		id = fullID.FindString(cause.Error())
+		id = containerIDPattern.FindString(cause.Error())
 	} else if err != nil {
 		notes = append(notes, err.Error())
 	}
@@ -275,13 +280,4 @@ func (r *Runtime) awaitUnkillable(ctx context.Context, nameOrID string, cause er
 		return fail()
 	}
 	return nil
-}
-
-// fullID returns the container's full ID.
-func (r *Runtime) fullID(ctx context.Context, nameOrID string) (string, error) {
-	res, err := r.c.ContainerInspect(ctx, nameOrID, client.ContainerInspectOptions{})
-	if err != nil {
-		return "", r.wrap(err, "inspect container %q", nameOrID)
-	}
-	return res.Container.ID, nil
 }

@@ -18,6 +18,10 @@ import (
 const (
 	testID  = "1111111111111111111111111111111111111111111111111111111111111111"
 	otherID = "2222222222222222222222222222222222222222222222222222222222222222"
+
+	// What Docker and Podman answer when a container did not die of SIGKILL.
+	dockerKillNotSeen = `cannot remove container "/c1": could not kill: tried to kill container, but did not receive an exit event`
+	podmanKillNotSeen = "cannot remove container " + testID + " as it could not be stopped: given PIDs did not die within timeout"
 )
 
 // group makes a fake cgroup directory with the given files.
@@ -242,7 +246,7 @@ func frozenContainer(t *testing.T) (root, state string) {
 func TestKillNotSeenThawsWaitsAndRemoves(t *testing.T) {
 	t.Parallel()
 	root, state := frozenContainer(t)
-	s := &standIn{state: state, removeErr: `cannot remove container "/c1": could not kill: tried to kill container, but did not receive an exit event`}
+	s := &standIn{state: state, removeErr: dockerKillNotSeen}
 	r := serve(t, s, root)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -258,7 +262,7 @@ func TestKillNotSeenThawsWaitsAndRemoves(t *testing.T) {
 func TestKillNotSeenIsBounded(t *testing.T) {
 	t.Parallel()
 	root, state := frozenContainer(t)
-	s := &standIn{state: state, waitForever: true, removeErr: `cannot remove container "/c1": could not kill: tried to kill container, but did not receive an exit event`}
+	s := &standIn{state: state, waitForever: true, removeErr: dockerKillNotSeen}
 	r := serve(t, s, root)
 	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
 	defer cancel()
@@ -277,8 +281,7 @@ func TestKillNotSeenIsBounded(t *testing.T) {
 func TestPodmanForgetsUnkillable(t *testing.T) {
 	t.Parallel()
 	root, state := frozenContainer(t)
-	s := &standIn{state: state, forgets: true,
-		removeErr: "cannot remove container " + testID + " as it could not be stopped: given PIDs did not die within timeout"}
+	s := &standIn{state: state, forgets: true, removeErr: podmanKillNotSeen}
 	r := serve(t, s, root)
 	if err := r.RemoveContainer(t.Context(), "c1"); err != nil {
 		t.Fatalf("RemoveContainer: %v", err)
@@ -289,8 +292,7 @@ func TestPodmanForgetsUnkillable(t *testing.T) {
 func TestPodmanForgetsUnkillableRemote(t *testing.T) {
 	t.Parallel()
 	root, state := frozenContainer(t)
-	s := &standIn{state: state, forgets: true,
-		removeErr: "cannot remove container " + testID + " as it could not be stopped: given PIDs did not die within timeout"}
+	s := &standIn{state: state, forgets: true, removeErr: podmanKillNotSeen}
 	r := serve(t, s, root)
 	r.host = "tcp://192.0.2.1:2375" // not this host: its cgroups are not ours
 	err := r.RemoveContainer(t.Context(), "c1")
