@@ -12,7 +12,9 @@
 # checkout prepared by hand (e.g. an old commit whose suite reads manifests
 # that its own `make images` renders into out/). FILTER replaces the PR
 # job's label filter (e.g. "remediation" for the before/after of another
-# spec; its summary.txt files are reported too); COMPARISON=false skips the
+# spec; its summary.txt files are reported too); SKIP is a regular expression
+# of spec texts to leave out of the before and after runs (ginkgo --skip),
+# e.g. a spec only the after side has; COMPARISON=false skips the
 # comparison run. Images must be there (make images). Results:
 # $ARTIFACTS/bench-e2e/results.md. About 5 minutes a run.
 #
@@ -35,11 +37,11 @@ go build -o hack/tools/bin/capd-e2e-secrets ./cmd/capd-e2e-secrets
 secrets=$repo/hack/tools/bin/capd-e2e-secrets
 declare -A failed=()
 
-# suite NAME DIR FILTER: the suite of checkout DIR, as ci-e2e.sh runs it.
+# suite NAME DIR FILTER [SKIP]: the suite of checkout DIR, as ci-e2e.sh runs it.
 suite() {
-  local name=$1 dir=$2 filter=$3 rc=0
+  local name=$1 dir=$2 filter=$3 SKIP=${4:-} rc=0
   echo "bench-e2e: $name (label filter: $filter)" >&2
-  (cd "$dir/e2e" && ARTIFACTS=$out/$name "$ginkgo" -v --tags=e2e --timeout=1h --label-filter="$filter" \
+  (cd "$dir/e2e" && ARTIFACTS=$out/$name "$ginkgo" -v --tags=e2e --timeout=1h --label-filter="$filter" ${SKIP:+--skip="$SKIP"} \
     --junit-report=junit.e2e_suite.1.xml --output-dir="$out/$name" . -- \
     -e2e.config="$dir/config/e2e.yaml" -e2e.artifacts-folder="$out/$name") >"$out/$name.log" 2>&1 || rc=$?
   if ((rc != 0)); then
@@ -94,23 +96,23 @@ filter=${FILTER:-PR-Blocking && !comparison}
 runs=()
 if [[ -n ${BEFORE_DIR:-} ]]; then
   [[ -f $BEFORE_DIR/e2e/e2e_suite_test.go ]] || { echo "bench-e2e: BEFORE_DIR=$BEFORE_DIR holds no e2e suite" >&2; exit 1; }
-  suite pr-before "$(cd "$BEFORE_DIR" && pwd)" "$filter"
+  suite pr-before "$(cd "$BEFORE_DIR" && pwd)" "$filter" "${SKIP:-}"
   runs+=(pr-before)
 elif [[ -n ${BEFORE_REF:-} ]]; then
   before=$(mktemp -d)/before
   git worktree add --detach "$before" "$BEFORE_REF" >&2
   trap 'git worktree remove --force "$before" >/dev/null 2>&1 || true' EXIT
-  suite pr-before "$before" "$filter"
+  suite pr-before "$before" "$filter" "${SKIP:-}"
   runs+=(pr-before)
 fi
-suite pr "$repo" "$filter"
+suite pr "$repo" "$filter" "${SKIP:-}"
 runs+=(pr)
 if [[ ${COMPARISON:-true} == true ]]; then
   suite comparison "$repo" '(comparison && !scale) || (PR-Blocking && !comparison)'
   runs+=(comparison)
 fi
 {
-  echo "# bench-e2e $(date -u +%FT%TZ) at $(git rev-parse --short HEAD)${BEFORE_REF:+, before = $BEFORE_REF}${BEFORE_DIR:+, before = $BEFORE_DIR}, $(nproc) CPUs"
+  echo "# bench-e2e $(date -u +%FT%TZ) at $(git rev-parse --short HEAD)${BEFORE_REF:+, before = $BEFORE_REF}${BEFORE_DIR:+, before = $BEFORE_DIR}, label filter: $filter${SKIP:+, skip: $SKIP}, $(nproc) CPUs"
   echo
   for r in "${runs[@]}"; do report "$r"; done
 } >"$out/results.md"
