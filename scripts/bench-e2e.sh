@@ -37,11 +37,11 @@ go build -o hack/tools/bin/capd-e2e-secrets ./cmd/capd-e2e-secrets
 secrets=$repo/hack/tools/bin/capd-e2e-secrets
 declare -A failed=()
 
-# suite NAME DIR FILTER [SKIP]: the suite of checkout DIR, as ci-e2e.sh runs it.
+# suite NAME DIR FILTER [SKIP_REGEXP]: the suite of checkout DIR, as ci-e2e.sh runs it.
 suite() {
-  local name=$1 dir=$2 filter=$3 SKIP=${4:-} rc=0
+  local name=$1 dir=$2 filter=$3 skip=${4:-} rc=0
   echo "bench-e2e: $name (label filter: $filter)" >&2
-  (cd "$dir/e2e" && ARTIFACTS=$out/$name "$ginkgo" -v --tags=e2e --timeout=1h --label-filter="$filter" ${SKIP:+--skip="$SKIP"} \
+  (cd "$dir/e2e" && ARTIFACTS=$out/$name "$ginkgo" -v --tags=e2e --timeout=1h --label-filter="$filter" ${skip:+--skip="$skip"} \
     --junit-report=junit.e2e_suite.1.xml --output-dir="$out/$name" . -- \
     -e2e.config="$dir/config/e2e.yaml" -e2e.artifacts-folder="$out/$name") >"$out/$name.log" 2>&1 || rc=$?
   if ((rc != 0)); then

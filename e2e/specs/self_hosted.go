@@ -9,7 +9,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -203,10 +203,8 @@ func movedClusterReconciled(c *clusterv1.Cluster) (bool, string) {
 	if c.Status.ObservedGeneration != c.Generation {
 		return false, fmt.Sprintf("the moved controllers have not reconciled the Cluster yet (observed generation %d of %d)", c.Status.ObservedGeneration, c.Generation)
 	}
-	for _, cond := range c.Status.Conditions {
-		if cond.Type == clusterv1.PausedCondition && cond.Status == metav1.ConditionTrue {
-			return false, "Cluster reports Paused"
-		}
+	if meta.IsStatusConditionTrue(c.Status.Conditions, clusterv1.PausedCondition) {
+		return false, "Cluster reports Paused"
 	}
 	for _, f := range c.GetManagedFields() {
 		if f.Manager == "clusterctl" {
