@@ -31,6 +31,11 @@ import (
 // Podman instead says "given PIDs did not die within timeout" and forgets
 // the container, while its tasks live on.
 //
+// cgroup v2's freezer lets SIGKILL end a frozen task, so there this does
+// not happen and a thaw only tidies up. TestHostThaw checks both on the
+// host's own kernel (v2 where cgroup2 is mounted, e.g. the unified
+// hierarchy of a v1 hybrid host).
+//
 // The engine has no API to thaw, so when the engine is local the harness
 // writes THAWED (cgroup v2: 0 to cgroup.freeze) to every frozen group at or
 // under the container's own groups, found by their names (containerGroups).
