@@ -365,6 +365,18 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 		}
 		kubeconfig = env.kind.KubeconfigPath
 		log("setup: the management cluster's kubeconfig is %s", kubeconfig)
+		// Pods created before the CNI can give them an address back off
+		// for 10 s and more (see bootstrap.WaitPodNetwork): cert-manager's
+		// substitute and the providers come after it.
+		if err := phase("wait for the management cluster's pod network", func() error {
+			timeout, _, err := cfg.Intervals("bootstrap", "wait-controllers")
+			if err != nil {
+				return err
+			}
+			return env.kind.WaitPodNetwork(ctx, timeout)
+		}); err != nil {
+			return env, err
+		}
 	}
 	scheme := in.Scheme
 	if scheme == nil {
