@@ -365,18 +365,6 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 		}
 		kubeconfig = env.kind.KubeconfigPath
 		log("setup: the management cluster's kubeconfig is %s", kubeconfig)
-		// Pods created before the CNI can give them an address back off
-		// for 10 s and more (see bootstrap.WaitPodNetwork): cert-manager's
-		// substitute and the providers come after it.
-		if err := phase("wait for the management cluster's pod network", func() error {
-			timeout, _, err := cfg.Intervals("bootstrap", "wait-controllers")
-			if err != nil {
-				return err
-			}
-			return env.kind.WaitPodNetwork(ctx, timeout)
-		}); err != nil {
-			return env, err
-		}
 	}
 	scheme := in.Scheme
 	if scheme == nil {
@@ -388,9 +376,11 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 	// cert-manager's substitute starts while clusterctl init applies the
 	// providers: only its CRDs must be there first (init creates
 	// Certificates and Issuers); the providers' pods wait for the
-	// Secrets it issues, and init waits for the providers.
+	// Secrets it issues, and init waits for the providers. On the kind
+	// cluster the harness created it runs on the node's network, so that
+	// it does not wait for the CNI (manifests.Options.HostNetwork).
 	if err := phase("install cert-manager's CRDs and the substitute controller", func() error {
-		return env.installCertManager(ctx, env.BootstrapClusterProxy, manifests.WaitCRDs)
+		return env.installCertManager(ctx, env.BootstrapClusterProxy, manifests.WaitCRDs, manifests.Options{HostNetwork: env.kind != nil})
 	}); err != nil {
 		return env, err
 	}
@@ -724,10 +714,10 @@ func (e *Environment) Close(ctx context.Context) error {
 // `clusterctl init` with the harness's clusterctl config, e.g. a
 // self-hosted cluster (SelfHostedSpecInput.PreClusterctlInit).
 func (e *Environment) InstallCertManager(ctx context.Context, proxy framework.ClusterProxy) error {
-	return e.installCertManager(ctx, proxy, manifests.WaitAll)
+	return e.installCertManager(ctx, proxy, manifests.WaitAll, manifests.Options{})
 }
 
-func (e *Environment) installCertManager(ctx context.Context, proxy framework.ClusterProxy, until manifests.Wait) error {
+func (e *Environment) installCertManager(ctx context.Context, proxy framework.ClusterProxy, until manifests.Wait, o manifests.Options) error {
 	timeout, resync, err := e.Config.Intervals(proxy.GetName(), "wait-controllers")
 	if err != nil {
 		return err
@@ -736,7 +726,7 @@ func (e *Environment) installCertManager(ctx context.Context, proxy framework.Cl
 	if err != nil {
 		return err
 	}
-	in := manifests.InstallInput{Client: c, Config: e.Config, Wait: until, Timeout: timeout, Resync: resync}
+	in := manifests.InstallInput{Client: c, Config: e.Config, Wait: until, Timeout: timeout, Resync: resync, Options: o}
 	if err := manifests.Install(ctx, in); err != nil {
 		return fmt.Errorf("install cert-manager CRDs and the substitute into cluster %q: %w", proxy.GetName(), err)
 	}

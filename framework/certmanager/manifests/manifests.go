@@ -53,15 +53,29 @@ var substituteTemplate string
 
 var tmpl = template.Must(template.New("substitute.yaml").Option("missingkey=error").Parse(substituteTemplate))
 
+// Options change how the substitute runs.
+type Options struct {
+	// HostNetwork runs it on a control-plane node's network, talking to
+	// that node's API server (port 6443, kubeadm's): it then needs neither
+	// the CNI nor kube-proxy, so it starts while they do. For a cluster
+	// whose control-plane nodes are kubeadm's and schedulable, such as the
+	// kind management cluster the harness creates.
+	HostNetwork bool
+}
+
 // Substitute renders the substitute's Namespace, RBAC and Deployment for
 // image (e.g. "capd-e2e/cert-manager-substitute:v1.21.2"). It needs neither
 // the network nor the module cache.
-func Substitute(image string) ([]byte, error) {
+func Substitute(image string, o Options) ([]byte, error) {
 	if image == "" {
 		return nil, errors.New("render cert-manager substitute: no image given")
 	}
 	var b bytes.Buffer
-	if err := tmpl.Execute(&b, struct{ Image, Namespace string }{image, Namespace}); err != nil {
+	data := struct {
+		Image, Namespace string
+		HostNetwork      bool
+	}{image, Namespace, o.HostNetwork}
+	if err := tmpl.Execute(&b, data); err != nil {
 		return nil, fmt.Errorf("render cert-manager substitute: %w", err)
 	}
 	return b.Bytes(), nil
@@ -133,14 +147,14 @@ func moduleDir(ctx context.Context, module config.Module) (string, error) {
 
 // Manifests returns everything to install, as one YAML stream: cert-manager's
 // CRDs from cfg.Build.CertManager's module, then the substitute for
-// cfg.Build.CertManager.SubstituteImage. The module path defaults to
-// github.com/cert-manager/cert-manager (config.Load sets it).
-func Manifests(ctx context.Context, cfg *config.Config) ([]byte, error) {
+// cfg.Build.CertManager.SubstituteImage, run as o says. The module path
+// defaults to github.com/cert-manager/cert-manager (config.Load sets it).
+func Manifests(ctx context.Context, cfg *config.Config, o Options) ([]byte, error) {
 	crds, err := CRDs(ctx, cfg.Build.CertManager.Module)
 	if err != nil {
 		return nil, err
 	}
-	sub, err := Substitute(cfg.Build.CertManager.SubstituteImage)
+	sub, err := Substitute(cfg.Build.CertManager.SubstituteImage, o)
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +215,8 @@ type InstallInput struct {
 	// Resync re-checks without a watch event this often, in case a watch
 	// stalls; if zero, Timeout/10.
 	Resync time.Duration
+	// Options say how the substitute runs.
+	Options Options
 }
 
 // Install applies Manifests with server-side apply (field manager
@@ -213,7 +229,7 @@ func Install(ctx context.Context, in InstallInput) error {
 	if in.Wait != WaitNone && in.Timeout <= 0 {
 		return errors.New("install cert-manager substitute: InstallInput.Timeout is required with Wait")
 	}
-	data, err := Manifests(ctx, in.Config)
+	data, err := Manifests(ctx, in.Config, in.Options)
 	if err != nil {
 		return fmt.Errorf("install cert-manager substitute: %w", err)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 func TestSubstitute(t *testing.T) {
-	data, err := Substitute("capd-e2e/cert-manager-substitute:v1.21.2")
+	data, err := Substitute("capd-e2e/cert-manager-substitute:v1.21.2", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,8 +38,52 @@ func TestSubstitute(t *testing.T) {
 	if c["image"] != "capd-e2e/cert-manager-substitute:v1.21.2" || c["imagePullPolicy"] != "IfNotPresent" {
 		t.Errorf("container image %v pull policy %v", c["image"], c["imagePullPolicy"])
 	}
-	if _, err := Substitute(""); err == nil {
+	if hn, _, _ := unstructured.NestedBool(dep.Object, "spec", "template", "spec", "hostNetwork"); hn {
+		t.Error("hostNetwork is set without Options.HostNetwork")
+	}
+	if _, err := Substitute("", Options{}); err == nil {
 		t.Error("Substitute(\"\") did not fail")
+	}
+}
+
+// TestSubstituteHostNetwork: on the node's network, on a control-plane
+// node (also before it is Ready), talking to that node's API server.
+func TestSubstituteHostNetwork(t *testing.T) {
+	data, err := Substitute("capd-e2e/cert-manager-substitute:v1.21.2", Options{HostNetwork: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := Objects(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, _, _ := unstructured.NestedMap(objs[len(objs)-1].Object, "spec", "template", "spec")
+	if pod["hostNetwork"] != true {
+		t.Errorf("hostNetwork = %v, want true", pod["hostNetwork"])
+	}
+	if sel, _, _ := unstructured.NestedStringMap(pod, "nodeSelector"); len(sel) != 1 || sel["node-role.kubernetes.io/control-plane"] != "" {
+		t.Errorf("nodeSelector = %v, want the control-plane role only", sel)
+	}
+	var tolerated []string
+	tols, _, _ := unstructured.NestedSlice(pod, "tolerations")
+	for _, tol := range tols {
+		tolerated = append(tolerated, tol.(map[string]any)["key"].(string))
+	}
+	if !slices.Equal(tolerated, []string{"node-role.kubernetes.io/control-plane", "node.kubernetes.io/not-ready"}) {
+		t.Errorf("tolerations for %v", tolerated)
+	}
+	containers, _, _ := unstructured.NestedSlice(pod, "containers")
+	env := map[string]string{}
+	for _, e := range containers[0].(map[string]any)["env"].([]any) {
+		e := e.(map[string]any)
+		v, _ := e["value"].(string)
+		if ref, ok, _ := unstructured.NestedString(e, "valueFrom", "fieldRef", "fieldPath"); ok {
+			v = "fieldRef:" + ref
+		}
+		env[e["name"].(string)] = v
+	}
+	if env["KUBERNETES_SERVICE_HOST"] != "fieldRef:status.hostIP" || env["KUBERNETES_SERVICE_PORT"] != "6443" || env["POD_NAMESPACE"] != "fieldRef:metadata.namespace" {
+		t.Errorf("env = %v, want the node's API server and the namespace", env)
 	}
 }
 
@@ -53,7 +97,7 @@ func TestManifests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := Manifests(context.Background(), cfg)
+	data, err := Manifests(context.Background(), cfg, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
