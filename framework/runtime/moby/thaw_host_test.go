@@ -2,8 +2,6 @@ package moby
 
 import (
 	"bufio"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
@@ -16,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
 
 // TestHostThaw runs the thawer on this host's own cgroup hierarchies, not
@@ -30,13 +30,13 @@ func TestHostThaw(t *testing.T) {
 	}
 	v2root := cgroup2Mount(t)
 	for _, c := range []struct {
-		name, root, parent, file, frozen string
+		name, root, parent, file, frozen, thawed string
 		// killsFrozen: SIGKILL ends a frozen task without a thaw (v2's
 		// freezer; v1's holds the signal until the thaw).
 		killsFrozen bool
 	}{
-		{"v1 freezer", "/sys/fs/cgroup", "/sys/fs/cgroup/freezer", "freezer.state", "FROZEN", false},
-		{"v2 unified", v2root, v2root, "cgroup.freeze", "1", true},
+		{"v1 freezer", "/sys/fs/cgroup", "/sys/fs/cgroup/freezer", "freezer.state", "FROZEN", "THAWED", false},
+		{"v2 unified", v2root, v2root, "cgroup.freeze", "1", "0", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.parent == "" {
@@ -45,9 +45,9 @@ func TestHostThaw(t *testing.T) {
 			if _, err := os.Stat(c.parent); err != nil {
 				t.Skipf("this host has no %s: %v", c.name, err)
 			}
-			id := randomID(t)
+			id := runtime.NewRunID()
 			g := filepath.Join(c.parent, "capd-e2e-thaw-"+id)
-			sleep, waited := frozenSleep(t, g, c.file, c.frozen)
+			sleep, waited := frozenSleep(t, g, c.file, c.frozen, c.thawed)
 
 			if err := sleep.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
@@ -69,7 +69,7 @@ func TestHostThaw(t *testing.T) {
 			if len(thawed) != 1 || thawed[0] != g {
 				t.Errorf("thawed %q, want [%s]", thawed, g)
 			}
-			fileIs(t, filepath.Join(g, c.file), map[string]string{"freezer.state": "THAWED", "cgroup.freeze": "0"}[c.file])
+			fileIs(t, filepath.Join(g, c.file), c.thawed)
 
 			select {
 			case <-waited.done:
@@ -126,7 +126,7 @@ type waited struct {
 // (writes frozen to file), waiting until the kernel says it is frozen. It
 // returns the sleep and its Wait's outcome. Its cleanup thaws, kills and
 // removes whatever a failed test left.
-func frozenSleep(t *testing.T, g, file, frozen string) (*os.Process, *waited) {
+func frozenSleep(t *testing.T, g, file, frozen, thawed string) (*os.Process, *waited) {
 	t.Helper()
 	if err := os.Mkdir(g, 0o755); err != nil {
 		t.Fatal(err)
@@ -135,9 +135,8 @@ func frozenSleep(t *testing.T, g, file, frozen string) (*os.Process, *waited) {
 	if err := sleep.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// The cleanup thaws by hand, not with the code under test, so that a
-	// broken thaw fails the test instead of hanging it in sleep.Wait.
-	thawed := map[string]string{"freezer.state": "THAWED", "cgroup.freeze": "0"}[file]
+	// The cleanup thaws by hand (writes thawed), not with the code under
+	// test, so that a broken thaw fails the test instead of hanging it.
 	w := &waited{done: make(chan struct{})}
 	go func() { w.err = sleep.Wait(); close(w.done) }()
 	t.Cleanup(func() {
@@ -174,13 +173,4 @@ func frozenSleep(t *testing.T, g, file, frozen string) (*os.Process, *waited) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// randomID returns 64 random hex digits, like a container's full ID.
-func randomID(t *testing.T) string {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
 }
