@@ -67,7 +67,7 @@ const (
 // a change rebuilds the node images. The helper container and containerd
 // config patching live in package kindbase.
 var NodeFiles = []string{
-	"framework/images/nodeimage/node.go", "framework/images/nodeimage/manifest.go", "framework/images/render/cni.go",
+	"framework/images/nodeimage/node.go", "framework/images/nodeimage/manifest.go", "framework/images/render/cni.go", "framework/images/render/cnipublish.go",
 	"framework/images/kindbase/kindbase.go", "framework/images/kindbase/toml.go", "framework/images/oci",
 }
 

@@ -29,7 +29,9 @@ var (
 // KubeRouterManifest returns kube-router's generic DaemonSet manifest
 // (KubeRouterManifestFile) from its module at kr's version, with every
 // kube-router image pinned to kr.Image and imagePullPolicy IfNotPresent, so
-// the image preloaded in the node image is used. Node images bake it in
+// the image preloaded in the node image is used, and with the CNI
+// configuration published only once it holds the node's pod range
+// (PublishRangedCNIConfig). Node images bake it in
 // as kind's default CNI; the workload clusters get the same file through a
 // ClusterResourceSet (see WriteKubeRouterManifest).
 func (r *Renderer) KubeRouterManifest(ctx context.Context, kr config.KubeRouter) ([]byte, error) {
@@ -46,6 +48,9 @@ func (r *Renderer) KubeRouterManifest(ctx context.Context, kr config.KubeRouter)
 		return nil, fmt.Errorf("render kube-router manifest: %w", err)
 	}
 	out, err := RewriteKubeRouterManifest(src, kr.Image)
+	if err == nil {
+		out, err = PublishRangedCNIConfig(out)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("render kube-router manifest of %s@%s: %w", path, kr.Version, err)
 	}

@@ -1,0 +1,186 @@
+package render_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/capd-e2e/capd-e2e/framework/images/render"
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
+	"github.com/capd-e2e/capd-e2e/internal/testengine"
+	"github.com/capd-e2e/capd-e2e/internal/testimage"
+)
+
+// A stand-in for kube-router: like kube-router, it finds the template at
+// KUBE_ROUTER_CNI_CONF_FILE and rewrites it (truncate, then write) with
+// the node's range; first it waits long enough for the publisher to see
+// the template without a range several times, and records whether the
+// runtime's configuration showed up meanwhile.
+const fakeKubeRouter = `
+[ -f "$KUBE_ROUTER_CNI_CONF_FILE" ] || echo "no template at $KUBE_ROUTER_CNI_CONF_FILE" >>/tmp/faults
+sleep 2
+[ -e ` + render.KubeRouterCNIConfig + ` ] && echo "published before kube-router wrote the range" >>/tmp/faults
+printf '%s' "$RANGED" >"$KUBE_ROUTER_CNI_CONF_FILE"
+echo "fake kube-router: range written"
+trap 'exit 0' TERM INT
+while :; do sleep 1 & wait $!; done
+`
+
+const (
+	unranged = `{"cniVersion":"0.3.0","name":"mynet","plugins":[{"type":"bridge","ipam":{"type":"host-local"}}]}` + "\n"
+	ranged   = `{"cniVersion":"0.3.0","name":"mynet","plugins":[{"type":"bridge","ipam":{"ranges":[[{"subnet":"10.244.0.0/24"}]],"type":"host-local"}}]}`
+)
+
+// TestIntegrationPublishRangedCNIConfig runs the two scripts
+// PublishRangedCNIConfig puts in kube-router's DaemonSet, as the pod runs
+// them (the init container's, then the kube-router container's in front
+// of kube-router), in a container of the real engine with busybox's shell
+// and tools, and a stand-in kube-router that writes the range 2 s in. The
+// runtime's configuration must appear only after that, with the ranged
+// content, renamed into place (no temporary file left), and a stale *.conf
+// must be gone.
+func TestIntegrationPublishRangedCNIConfig(t *testing.T) {
+	r := testengine.Runtime(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	m := strings.Replace(kubeRouterDaemonSet, "COMMAND", `[/bin/sh, -c, `+quote(fakeKubeRouter)+`]`, 1)
+	out, err := render.PublishRangedCNIConfig([]byte(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ds appsv1.DaemonSet
+	if err := yaml.UnmarshalStrict(out, &ds); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	ic, c := ds.Spec.Template.Spec.InitContainers[0], ds.Spec.Template.Spec.Containers[0]
+
+	ref, err := testimage.Ensure(ctx, r)
+	if err != nil {
+		t.Fatalf("test image: %v", err)
+	}
+	// The pod: the ConfigMap's file and a stale .conf in place, then the
+	// init container's command, then the container's (sh -c SCRIPT NAME
+	// sh -c FAKE) with its env.
+	env := []string{"UNRANGED=" + unranged, "RANGED=" + ranged, "INSTALL=" + ic.Command[2]}
+	for _, e := range c.Env {
+		env = append(env, e.Name+"="+e.Value)
+	}
+	pod := `mkdir -p /etc/kube-router /etc/cni/net.d &&
+printf '%s' "$UNRANGED" >/etc/kube-router/cni-conf.json &&
+echo '{}' >/etc/cni/net.d/99-stale.conf &&
+/bin/sh -c "$INSTALL" &&
+exec "$@"`
+	runID := runtime.NewRunID()
+	name := "capd-e2e-cnipublish-" + runID
+	id, err := r.RunContainer(ctx, runtime.ContainerSpec{
+		Name:       name,
+		Image:      ref,
+		Entrypoint: append([]string{"/bin/sh", "-c", pod, "pod"}, c.Command...),
+		Cmd:        []string{},
+		Env:        env,
+		Labels:     runtime.RunLabels(runID, "cnipublish-integration-test", nil),
+	})
+	if err != nil {
+		t.Fatalf("run container: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if t.Failed() {
+			var o, e bytes.Buffer
+			_ = r.Logs(ctx, id, &o, &e)
+			t.Logf("container output:\n%s%s", o.String(), e.String())
+		}
+		if err := r.RemoveContainer(ctx, id); err != nil {
+			t.Errorf("remove container %s: %v", name, err)
+		}
+	})
+
+	sh := func(script string) (string, int) {
+		t.Helper()
+		var stdout bytes.Buffer
+		res, err := r.Exec(ctx, id, runtime.ExecOptions{Cmd: []string{"sh", "-c", script}, Stdout: &stdout})
+		if err != nil {
+			t.Fatalf("exec %q: %v", script, err)
+		}
+		return stdout.String(), res.ExitCode
+	}
+	// Wait for the publication; the stand-in writes the range after 2 s.
+	var published string
+	for {
+		if s, rc := sh("cat " + render.KubeRouterCNIConfig); rc == 0 {
+			published = s
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s never appeared: %v", render.KubeRouterCNIConfig, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if published != ranged {
+		t.Errorf("published %q, want the ranged configuration %q", published, ranged)
+	}
+	if s, _ := sh("cat /tmp/faults 2>/dev/null"); s != "" {
+		t.Errorf("faults:\n%s", s)
+	}
+	if s, _ := sh("cd /etc/cni/net.d && ls -A . kube-router"); s != ".:\n10-kuberouter.conflist\nkube-router\n\nkube-router:\n10-kuberouter.conflist\n" {
+		t.Errorf("/etc/cni/net.d holds:\n%s\nwant only the published file and the template (no stale .conf, no .tmp)", s)
+	}
+	var o, e bytes.Buffer
+	if err := r.Logs(ctx, id, &o, &e); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("capd-e2e: published %s to %s", render.KubeRouterCNITemplate, render.KubeRouterCNIConfig); strings.Count(o.String(), want) != 1 {
+		t.Errorf("want one %q in the output, got:\n%s%s", want, o.String(), e.String())
+	}
+}
+
+// quote makes s one double-quoted YAML scalar (a JSON string is one).
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// kubeRouterDaemonSet is kube-router's DaemonSet as the harness renders it,
+// with the kube-router container's command (COMMAND) the test's stand-in.
+const kubeRouterDaemonSet = `apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: kube-router
+  namespace: kube-system
+spec:
+  selector:
+    matchLabels:
+      k8s-app: kube-router
+  template:
+    metadata:
+      labels:
+        k8s-app: kube-router
+    spec:
+      containers:
+      - name: kube-router
+        image: cloudnativelabs/kube-router:v2.1.0
+        command: COMMAND
+        env:
+        - name: KUBE_ROUTER_CNI_CONF_FILE
+          value: /etc/cni/net.d/10-kuberouter.conflist
+        volumeMounts:
+        - name: cni-conf-dir
+          mountPath: /etc/cni/net.d
+      initContainers:
+      - name: install-cni
+        image: cloudnativelabs/kube-router:v2.1.0
+        command: [/bin/sh, -c, "cp /etc/kube-router/cni-conf.json /etc/cni/net.d/10-kuberouter.conflist"]
+        volumeMounts:
+        - mountPath: /etc/cni/net.d
+          name: cni-conf-dir
+`
