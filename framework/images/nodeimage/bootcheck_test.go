@@ -142,6 +142,20 @@ func TestIntegrationTwoNodeKindCluster(t *testing.T) {
 	}
 	t.Logf("CoreDNS running after %s", time.Since(start).Round(time.Second))
 
+	// CoreDNS's pods exist before kube-router has the node's range: with
+	// the configuration published only once it holds one
+	// (render.PublishRangedCNIConfig) they wait unscheduled instead of
+	// failing in the CNI plugin and backing off.
+	events, err := cs.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: "reason=FailedCreatePodSandBox"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if strings.Contains(e.Message, "no IP ranges specified") {
+			t.Errorf("%s/%s: %d sandboxes failed before the node had its range: %s", e.InvolvedObject.Namespace, e.InvolvedObject.Name, e.Count, e.Message)
+		}
+	}
+
 	// A server pod on the control plane node, behind a Service.
 	ns := "bootcheck"
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
