@@ -98,7 +98,22 @@ func TestIntegrationBuiltImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := plan.New(cfg, plan.Options{})
+	// The config builds the cloud-controller-manager from this repository
+	// (a local directory): the plan needs its sources hashed, as
+	// capd-e2e-images does.
+	cacheDir, err := gobuild.DefaultCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gob := &gobuild.Builder{CacheDir: cacheDir}
+	p, err := plan.New(cfg, plan.Options{SourceHashes: func(dir string, pkgs, tags []string) (map[string]plan.SourceInfo, error) {
+		h, err := gob.SourceHashes(context.Background(), gobuild.LocalTarget{Dir: dir, Packages: pkgs, Tags: tags})
+		out := make(map[string]plan.SourceInfo, len(h))
+		for k, v := range h {
+			out[k] = plan.SourceInfo{ImportPath: v.ImportPath, Hash: v.Hash}
+		}
+		return out, err
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
