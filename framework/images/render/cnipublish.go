@@ -52,7 +52,7 @@ const (
 // and the image's cni-install (if any) runs. No "${": the manifest passes
 // through clusterctl's variable substitution (see RewriteKubeRouterManifest);
 // no "{{": kind reads its default CNI manifest as a Go template.
-var kubeRouterInstallScript = `set -e -x
+const kubeRouterInstallScript = `set -e -x
 T=` + KubeRouterCNITemplate + `
 mkdir -p "$(dirname "$T")"
 if [ ! -f "$T" ]; then
@@ -74,7 +74,7 @@ fi
 // published; it is renamed into place, so containerd never reads it half
 // written (a .tmp file is not a CNI configuration for containerd). It checks
 // twice a second until the first publication, then every 10 s.
-var kubeRouterPublishScript = `T=` + KubeRouterCNITemplate + `
+const kubeRouterPublishScript = `T=` + KubeRouterCNITemplate + `
 P=` + KubeRouterCNIConfig + `
 (
   wait=0.5
