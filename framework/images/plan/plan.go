@@ -324,7 +324,10 @@ func hashStep(s Step, p *Plan, root string, cache map[string]string) (string, er
 }
 
 // hashPath hashes a file, or a directory tree (paths, executable bits and
-// contents of its regular files and symlink targets), below root.
+// contents of its regular files and symlink targets), below root. In a tree,
+// what `go build` ignores is left out: *_test.go files and testdata
+// directories. Builders' sources are listed as directories (Options.Files),
+// and an edit to their tests must not rebuild every image.
 func hashPath(root, rel string) (string, error) {
 	if root == "" {
 		return "", fmt.Errorf("file %q: Options.RepoRoot is not set", rel)
@@ -339,6 +342,12 @@ func hashPath(root, rel string) (string, error) {
 			return err
 		}
 		name, _ := filepath.Rel(base, path)
+		if path != base && goBuildIgnores(d) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
 		switch {
 		case d.Type()&fs.ModeSymlink != 0:
 			target, err := os.Readlink(path)
@@ -371,6 +380,14 @@ func hashPath(root, rel string) (string, error) {
 		return "", fmt.Errorf("hash file %q: %w", rel, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// goBuildIgnores reports whether d is a test file or a testdata directory.
+func goBuildIgnores(d fs.DirEntry) bool {
+	if d.IsDir() {
+		return d.Name() == "testdata"
+	}
+	return strings.HasSuffix(d.Name(), "_test.go")
 }
 
 // Steps returns the steps, dependencies first.

@@ -335,6 +335,21 @@ func TestRepoFiles(t *testing.T) {
 		t.Fatalf("unchanged files rebuild %v", got)
 	}
 
+	// What go build ignores does not shape an image: tests and testdata
+	// of a builder's source directory.
+	write("images/node/sub/node_test.go", "package sub\n")
+	write("images/node/testdata/fixture.yaml", "a: 1\n")
+	if got := toBuild(t, newPlan(t, c, opts), engine); len(got) != 0 {
+		t.Errorf("adding a _test.go file and testdata builds %v", got)
+	}
+	write("images/node/sub/node.go", "package sub\n")
+	if got := toBuild(t, newPlan(t, c, opts), engine); !slices.Equal(got, []string{"node/v1.36.3", "node/v1.37.2"}) {
+		t.Errorf("adding a .go file builds %v", got)
+	}
+	if err := os.Remove(filepath.Join(root, "images/node/sub/node.go")); err != nil {
+		t.Fatal(err)
+	}
+
 	write("images/node/sub/containerd.toml", "restrict_oom_score_adj = false\n")
 	if got := toBuild(t, newPlan(t, c, opts), engine); !slices.Equal(got, []string{"node/v1.36.3", "node/v1.37.2"}) {
 		t.Errorf("changing a node file builds %v", got)
