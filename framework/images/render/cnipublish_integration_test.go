@@ -1,4 +1,4 @@
-package render_test
+package render
 
 import (
 	"bytes"
@@ -9,10 +9,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	"sigs.k8s.io/yaml"
-
-	"github.com/capd-e2e/capd-e2e/framework/images/render"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/internal/testengine"
 	"github.com/capd-e2e/capd-e2e/internal/testimage"
@@ -26,7 +22,7 @@ import (
 const fakeKubeRouter = `
 [ -f "$KUBE_ROUTER_CNI_CONF_FILE" ] || echo "no template at $KUBE_ROUTER_CNI_CONF_FILE" >>/tmp/faults
 sleep 2
-[ -e ` + render.KubeRouterCNIConfig + ` ] && echo "published before kube-router wrote the range" >>/tmp/faults
+[ -e ` + KubeRouterCNIConfig + ` ] && echo "published before kube-router wrote the range" >>/tmp/faults
 printf '%s' "$RANGED" >"$KUBE_ROUTER_CNI_CONF_FILE"
 echo "fake kube-router: range written"
 trap 'exit 0' TERM INT
@@ -51,15 +47,10 @@ func TestIntegrationPublishRangedCNIConfig(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	m := strings.Replace(kubeRouterDaemonSet, "COMMAND", `[/bin/sh, -c, `+quote(fakeKubeRouter)+`]`, 1)
-	out, err := render.PublishRangedCNIConfig([]byte(m))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ds appsv1.DaemonSet
-	if err := yaml.UnmarshalStrict(out, &ds); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
+	// The kube-router container's command is the stand-in, which the
+	// publish script wraps.
+	m := strings.Replace(kubeRouterManifest, "        args:\n", "        command: [/bin/sh, -c, "+quote(fakeKubeRouter)+"]\n        args:\n", 1)
+	_, ds := publishedDaemonSet(t, m)
 	ic, c := ds.Spec.Template.Spec.InitContainers[0], ds.Spec.Template.Spec.Containers[0]
 
 	ref, err := testimage.Ensure(ctx, r)
@@ -116,13 +107,13 @@ exec "$@"`
 	// Wait for the publication; the stand-in writes the range after 2 s.
 	var published string
 	for {
-		if s, rc := sh("cat " + render.KubeRouterCNIConfig); rc == 0 {
+		if s, rc := sh("cat " + KubeRouterCNIConfig); rc == 0 {
 			published = s
 			break
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%s never appeared: %v", render.KubeRouterCNIConfig, ctx.Err())
+			t.Fatalf("%s never appeared: %v", KubeRouterCNIConfig, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -139,7 +130,7 @@ exec "$@"`
 	if err := r.Logs(ctx, id, &o, &e); err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("capd-e2e: published %s to %s", render.KubeRouterCNITemplate, render.KubeRouterCNIConfig); strings.Count(o.String(), want) != 1 {
+	if want := fmt.Sprintf("capd-e2e: published %s to %s", KubeRouterCNITemplate, KubeRouterCNIConfig); strings.Count(o.String(), want) != 1 {
 		t.Errorf("want one %q in the output, got:\n%s%s", want, o.String(), e.String())
 	}
 }
@@ -149,38 +140,3 @@ func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
-
-// kubeRouterDaemonSet is kube-router's DaemonSet as the harness renders it,
-// with the kube-router container's command (COMMAND) the test's stand-in.
-const kubeRouterDaemonSet = `apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: kube-router
-  namespace: kube-system
-spec:
-  selector:
-    matchLabels:
-      k8s-app: kube-router
-  template:
-    metadata:
-      labels:
-        k8s-app: kube-router
-    spec:
-      containers:
-      - name: kube-router
-        image: cloudnativelabs/kube-router:v2.1.0
-        command: COMMAND
-        env:
-        - name: KUBE_ROUTER_CNI_CONF_FILE
-          value: /etc/cni/net.d/10-kuberouter.conflist
-        volumeMounts:
-        - name: cni-conf-dir
-          mountPath: /etc/cni/net.d
-      initContainers:
-      - name: install-cni
-        image: cloudnativelabs/kube-router:v2.1.0
-        command: [/bin/sh, -c, "cp /etc/kube-router/cni-conf.json /etc/cni/net.d/10-kuberouter.conflist"]
-        volumeMounts:
-        - mountPath: /etc/cni/net.d
-          name: cni-conf-dir
-`
