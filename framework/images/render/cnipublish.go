@@ -3,7 +3,6 @@ package render
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -177,33 +178,18 @@ func publishInDaemonSet(doc []byte) (out []byte, ok bool, err error) {
 
 	// Marshal without the fields a typed object adds (status,
 	// creationTimestamp: null), which the original does not have.
-	j, err := json.Marshal(&ds)
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&ds)
 	if err != nil {
 		return nil, false, err
 	}
-	var obj map[string]any
-	if err := json.Unmarshal(j, &obj); err != nil {
-		return nil, false, err
-	}
-	delete(obj, "status")
-	dropNullTimestamp(obj, "metadata")
-	if s, ok := obj["spec"].(map[string]any); ok {
-		if t, ok := s["template"].(map[string]any); ok {
-			dropNullTimestamp(t, "metadata")
+	unstructured.RemoveNestedField(obj, "status")
+	for _, f := range [][]string{{"metadata", "creationTimestamp"}, {"spec", "template", "metadata", "creationTimestamp"}} {
+		if v, found, _ := unstructured.NestedFieldNoCopy(obj, f...); found && v == nil {
+			unstructured.RemoveNestedField(obj, f...)
 		}
 	}
 	out, err = yaml.Marshal(obj)
 	return out, true, err
-}
-
-func dropNullTimestamp(obj map[string]any, key string) {
-	m, ok := obj[key].(map[string]any)
-	if !ok {
-		return
-	}
-	if v, ok := m["creationTimestamp"]; ok && v == nil {
-		delete(m, "creationTimestamp")
-	}
 }
 
 func containerNamed(cs []corev1.Container, name string) *corev1.Container {
