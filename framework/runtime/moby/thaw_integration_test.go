@@ -24,6 +24,14 @@ mkdir "$d"
 sleep 3600 &
 echo $! >"$d/cgroup.procs"
 echo $v >"$d/$f"
+# v1 freezes asynchronously: the state reads FREEZING until every task
+# has stopped. Wait for FROZEN (at most 20 s), then report what it is.
+i=0
+while [ "$(cat "$d/$f")" != "$v" ] && [ $i -lt 200 ]; do
+	echo $v >"$d/$f"
+	sleep 0.1
+	i=$((i+1))
+done
 echo "frozen: $(cat "$d/$f") in $d"
 trap 'exit 0' TERM INT
 while :; do sleep 1 & wait $!; done
