@@ -114,7 +114,7 @@ func (n node) exec(t testing.TB) fake.ExecFunc {
 			}
 			i := w[1]
 			if w[0] == "capd_run" || w[0] == "capd_go" {
-				args := w[3 : len(w)-1] // drop the trailing &
+				args := w[3:]
 				r, ok := n.commands[strings.Join(args, " ")]
 				switch {
 				case !ok:
@@ -353,9 +353,12 @@ func TestBundleTimeout(t *testing.T) {
 	c := &Collector{CommandTimeout: 10 * time.Second,
 		AdditionalLogs: []Command{{File: "slow", Cmd: []string{"x"}, Timeout: time.Minute}}}
 	steps := c.machineSteps()[1:] // without the container's own log
-	// Slowest command 1m; copies 3 × 10s in a row; plus 10s for the end.
-	if got := c.newBundle(t.TempDir(), steps).timeout; got != 70*time.Second {
-		t.Errorf("timeout = %s, want 1m10s", got)
+	// The 8 commands go round robin into 2 lanes; the second lane has
+	// kern.log, containerd.log, containerd-info.txt (10s each) and the
+	// slow one (1m), longer than the first (4 × 10s) and than the copies
+	// (3 × 10s in a row); plus 10s for the end.
+	if got := c.newBundle(t.TempDir(), steps).timeout; got != 100*time.Second {
+		t.Errorf("timeout = %s, want 1m40s", got)
 	}
 }
 
@@ -391,8 +394,8 @@ func TestBundleHungScriptIsBounded(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Now()
 	err := (&Collector{Runtime: f, CommandTimeout: 100 * time.Millisecond}).CollectMachine(t.Context(), "m1", dir)
-	// The slowest command (100ms) or the 3 copies in a row (300ms), plus
-	// 100ms for the last archive.
+	// The longer lane (4 commands of 100ms in a row) or the 3 copies in a
+	// row (300ms), plus 100ms for the last archive.
 	if elapsed := time.Since(start); elapsed > 3*time.Second {
 		t.Errorf("collection took %s", elapsed)
 	}
@@ -400,10 +403,10 @@ func TestBundleHungScriptIsBounded(t *testing.T) {
 		t.Fatal("want an error")
 	}
 	fs := failuresByOutput(t, dir)
-	if e := fs["journal.log"].Error; !strings.Contains(e, "not received: timed out after 400ms") {
+	if e := fs["journal.log"].Error; !strings.Contains(e, "not received: timed out after 500ms") {
 		t.Errorf("journal.log failure = %q", e)
 	}
-	if e := fs["."].Error; !strings.Contains(e, "collection script: timed out after 400ms") {
+	if e := fs["."].Error; !strings.Contains(e, "collection script: timed out after 500ms") {
 		t.Errorf("script failure = %q", e)
 	}
 	// The copies came before the hang.

@@ -17,8 +17,9 @@
 // Each exec costs the engine a runc process or two, which on a small CI
 // machine is most of a collection's time; upstream makes seven per machine.
 // In a running machine the Collector makes one: a POSIX sh script (see
-// bundleScript) that runs every command at once in the background, each
-// under timeout(1) when the machine has it, stages their output, standard
+// bundleScript) that runs the commands in two lanes in the background (one
+// command after the other in each; commandLanes says why), each under
+// timeout(1) when the machine has it, stages their output, standard
 // error and exit status under $TMPDIR (default /tmp, a tmpfs in kind and
 // CAPD nodes) and meanwhile streams the copies; then it sends what the
 // commands left, and removes its folder. Its standard output is tar archives
