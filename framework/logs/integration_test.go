@@ -393,3 +393,63 @@ func TestIntegrationStoppedMachine(t *testing.T) {
 	}
 	assertClean(t, dir)
 }
+
+// A command that hangs is stopped at its deadline by timeout(1) (the test
+// image's is busybox's): the collection ends soon after, what the command
+// printed is kept, the commands after it in its lane still run, and it does
+// not outlive the collection in the machine.
+func TestIntegrationHungCommandIsStopped(t *testing.T) {
+	r := engine(t)
+	runID := runtime.NewRunID()
+	cluster := "capd-e2e-it-" + runID
+	machine := cluster + "-md-0"
+	files := machineFiles()
+	files[0].body = "#!/bin/sh\ncase \"$*\" in\n*\" -k\"*) echo \"kernel: booted\" ;;\n*\" -u kubelet.service\"*) echo \"kubelet: started\" ;;\n*\" -u \"*) echo quick ;;\n*) echo \"journal: partial\"; exec sleep 60 ;;\nesac\n"
+	start(t, r, runID, machine, cluster, "worker", files...)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const commandTimeout = 2 * time.Second
+	dir := t.TempDir()
+	begin := time.Now()
+	err := (&logs.Collector{Runtime: r, CommandTimeout: commandTimeout}).CollectMachine(ctx, machine, dir)
+	elapsed := time.Since(begin)
+	t.Logf("collection took %s: %v", elapsed, err)
+	// The deadline and the rest of the lane.
+	if elapsed > 10*time.Second {
+		t.Errorf("collection took %s, want the hung command stopped after %s", elapsed, commandTimeout)
+	}
+	if err == nil {
+		t.Error("want an error for the stopped command")
+	}
+	fs, rerr := logs.ReadErrors(dir)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	var journal *logs.Failure
+	for i := range fs {
+		if fs[i].Output == "journal.log" {
+			journal = &fs[i]
+		}
+	}
+	if journal == nil || journal.Error != "timed out after 2s" {
+		t.Errorf("journal.log failure = %+v, want timed out after 2s (all: %+v)", journal, fs)
+	}
+	if got := read(t, filepath.Join(dir, "journal.log")); got != "journal: partial\n" {
+		t.Errorf("journal.log = %q, want what it printed before it hung", got)
+	}
+	// kubelet.log comes after journal.log in the same lane.
+	if got := read(t, filepath.Join(dir, "kubelet.log")); got != "kubelet: started\n" {
+		t.Errorf("kubelet.log = %q", got)
+	}
+	var procs bytes.Buffer
+	if _, err := r.Exec(ctx, machine, runtime.ExecOptions{
+		Cmd:    []string{"sh", "-c", `for f in /proc/[0-9]*/cmdline; do cat "$f"; echo; done`},
+		Stdout: &procs,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(procs.String(), "sleep\x0060") {
+		t.Errorf("the hung command still runs in the machine:\n%q", procs.String())
+	}
+}

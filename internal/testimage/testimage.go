@@ -57,7 +57,7 @@ while :; do sleep 1 & wait $!; done
 var applets = []string{
 	"sh", "cat", "echo", "true", "false", "sleep", "tar", "ls", "mkdir", "rm", "kill",
 	"hostname", "env", "head", "tail", "wc", "grep", "sed", "printf", "test", "chmod", "id",
-	"cp", "mv", "cmp", "dirname",
+	"cp", "mv", "cmp", "dirname", "timeout",
 }
 
 // Ensure makes sure the test image exists in the engine and returns its
