@@ -112,6 +112,12 @@ case "$*" in
 esac
 `
 
+// hangingJournalctlScript is journalctlScript whose full journal prints a
+// line and then hangs, as a huge journal would.
+var hangingJournalctlScript = strings.Replace(journalctlScript,
+	`*) echo "journal: line 1"; echo "journal: line 2" ;;`,
+	`*) echo "journal: partial"; exec sleep 60 ;;`, 1)
+
 // crictlScript also tells on its standard error the Go settings it ran
 // with (goEnv).
 const crictlScript = `#!/bin/sh
@@ -304,8 +310,7 @@ func TestIntegrationContainerKilledMidCollection(t *testing.T) {
 	cluster := "capd-e2e-it-" + runID
 	machine := cluster + "-md-0"
 	files := machineFiles()
-	// The full journal hangs after its first line, as a huge journal would.
-	files[0].body = "#!/bin/sh\ncase \"$*\" in\n*\" -k\"*|*\" -u \"*) echo quick ;;\n*) echo \"journal: partial\"; exec sleep 60 ;;\nesac\n"
+	files[0].body = hangingJournalctlScript
 	start(t, r, runID, machine, cluster, "worker", files...)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -404,7 +409,7 @@ func TestIntegrationHungCommandIsStopped(t *testing.T) {
 	cluster := "capd-e2e-it-" + runID
 	machine := cluster + "-md-0"
 	files := machineFiles()
-	files[0].body = "#!/bin/sh\ncase \"$*\" in\n*\" -k\"*) echo \"kernel: booted\" ;;\n*\" -u kubelet.service\"*) echo \"kubelet: started\" ;;\n*\" -u \"*) echo quick ;;\n*) echo \"journal: partial\"; exec sleep 60 ;;\nesac\n"
+	files[0].body = hangingJournalctlScript
 	start(t, r, runID, machine, cluster, "worker", files...)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
