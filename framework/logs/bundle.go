@@ -29,10 +29,10 @@ import (
 // exit status in a folder under $TMPDIR (default /tmp), runs the commands
 // in commandLanes lanes in the background, one after the other in each,
 // each under coreutils' timeout when the machine has it (a Go program with
-// goEnv exported in its own subshell, capd_go), and meanwhile writes the copies to its standard output as tar
-// archives. It then waits for the commands and writes a last archive of the
-// staged files. Its standard output is thus tar archives one after the
-// other, read by eachEntry:
+// goEnv exported in its own subshell, capd_go), and meanwhile writes the
+// copies to its standard output as tar archives. It then waits for the
+// commands and writes a last archive of the staged files. Its standard
+// output is thus tar archives one after the other, read by eachEntry:
 //
 //	<b>/mark/<i>   empty; what follows, up to the next entry under <b>/,
 //	               is the archive of copy step i (tar -C <parent> <base>)
