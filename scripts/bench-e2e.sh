@@ -6,6 +6,10 @@
 #   comparison  our quick-start, upstream's QuickStartSpec and the two log
 #               collectors on one management cluster (e2e/comparison_test.go).
 #
+# For every workload cluster of a run, results.md also tells when KCP's
+# cluster cache tried to connect to it against when its API server started
+# (see connections): the step "control plane initialized" waits on.
+#
 # With BEFORE_REF (a commit), the PR job also runs from that commit, in a git
 # worktree, on the same images (the suite checks images by name), so that
 # before and after are measured in the same run. BEFORE_DIR instead names a
@@ -55,6 +59,40 @@ suite() {
   fi
 }
 
+# connections DIR: for each workload cluster of a run, when KCP's cluster
+# cache tried to connect to it and with what result, against when its first
+# kube-apiserver logged "Serving securely". CAPI's cluster cache retries a
+# failed connection only after 30 s (ConnectionCreationRetryInterval, no
+# flag), so "wait for control plane initialized" moves in steps of 30 s
+# with the control plane's start, whatever the spec does; this table shows
+# which step each cluster took. Times are UTC, as the logs give them.
+connections() {
+  local dir=$1 kcp cl name api wait
+  kcp=$(ls "$dir"/clusters/bootstrap/logs/capi-kubeadm-control-plane-system/*/*/manager.log 2>/dev/null | head -1 || true)
+  [[ -n $kcp ]] || return 0
+  echo
+  echo '| cluster | KCP cluster-cache connection attempts (logged as each ends) | first kube-apiserver "Serving securely" | wait for control plane initialized |'
+  echo '|---|---|---|---|'
+  for cl in "$dir"/clusters/*/ "$dir"/comparison/upstream-quick-start/clusters/*/; do
+    name=$(basename "$cl")
+    [[ $name != bootstrap && -d $cl/machines ]] || continue
+    [[ $cl == */upstream-quick-start/* ]] && name="$name (upstream's spec)"
+    wait=$(sed -nE 's/^ *\+[^ ]+ +([^ ]+) +[a-z]+ +wait for control plane initialized$/\1/p' "$cl/summary.txt" 2>/dev/null || true)
+    api=$(cat "$cl"/machines/*control-plane*/pods/kube-system_kube-apiserver-*/*/*.log 2>/dev/null |
+      sed -nE 's/^[0-9-]+T([0-9:]+\.[0-9])[0-9]*Z .*Serving securely.*/\1/p' | sort | head -1 || true)
+    printf '| %s | %s | %s | %s |\n' "$name" \
+      "$(grep -E "\"(Connect failed|Connected)\".* Cluster=\"[^\"]*/$(basename "$cl")\"" "$kcp" | awk '{
+          t = substr($2, 1, 10)
+          if ($0 ~ /"Connected"/) r = "connected"
+          else if ($0 ~ /kubeconfig secret.*not found/) r = "failed, no kubeconfig Secret yet"
+          else if ($0 ~ /not reachable/) r = "failed, not reachable"
+          else r = "failed"
+          printf "%s%s %s", (n++ ? "; " : ""), t, r
+        }')" \
+      "${api:-?}" "${wait:--}"
+  done
+}
+
 # report NAME: the suite time, setup phases and test cases of a run.
 report() {
   local name=$1
@@ -82,6 +120,7 @@ report() {
     cat "$f"
     echo '```'
   done
+  connections "$out/$name"
   for f in "$out/$name"/comparison/log-collectors/*/comparison.txt; do
     [[ -f $f ]] || continue
     echo
