@@ -118,6 +118,19 @@ var hangingJournalctlScript = strings.Replace(journalctlScript,
 	`*) echo "journal: line 1"; echo "journal: line 2" ;;`,
 	`*) echo "journal: partial"; exec sleep 60 ;;`, 1)
 
+// startHangingJournal starts a worker of a new cluster whose full journal
+// hangs (hangingJournalctlScript) and returns its name.
+func startHangingJournal(t *testing.T, r *moby.Runtime) string {
+	t.Helper()
+	runID := runtime.NewRunID()
+	cluster := "capd-e2e-it-" + runID
+	machine := cluster + "-md-0"
+	files := machineFiles()
+	files[0].body = hangingJournalctlScript
+	start(t, r, runID, machine, cluster, "worker", files...)
+	return machine
+}
+
 // crictlScript also tells on its standard error the Go settings it ran
 // with (goEnv).
 const crictlScript = `#!/bin/sh
@@ -306,12 +319,7 @@ func TestIntegrationCollectCluster(t *testing.T) {
 // not received.
 func TestIntegrationContainerKilledMidCollection(t *testing.T) {
 	r := engine(t)
-	runID := runtime.NewRunID()
-	cluster := "capd-e2e-it-" + runID
-	machine := cluster + "-md-0"
-	files := machineFiles()
-	files[0].body = hangingJournalctlScript
-	start(t, r, runID, machine, cluster, "worker", files...)
+	machine := startHangingJournal(t, r)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -405,12 +413,7 @@ func TestIntegrationStoppedMachine(t *testing.T) {
 // not outlive the collection in the machine.
 func TestIntegrationHungCommandIsStopped(t *testing.T) {
 	r := engine(t)
-	runID := runtime.NewRunID()
-	cluster := "capd-e2e-it-" + runID
-	machine := cluster + "-md-0"
-	files := machineFiles()
-	files[0].body = hangingJournalctlScript
-	start(t, r, runID, machine, cluster, "worker", files...)
+	machine := startHangingJournal(t, r)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
