@@ -67,21 +67,21 @@ suite() {
 # with the control plane's start, whatever the spec does; this table shows
 # which step each cluster took. Times are UTC, as the logs give them.
 connections() {
-  local dir=$1 kcp cl name api wait
+  local dir=$1 kcp cl base name api wait
   kcp=$(ls "$dir"/clusters/bootstrap/logs/capi-kubeadm-control-plane-system/*/*/manager.log 2>/dev/null | head -1 || true)
   [[ -n $kcp ]] || return 0
   echo
   echo '| cluster | KCP cluster-cache connection attempts (logged as each ends) | first kube-apiserver "Serving securely" | wait for control plane initialized |'
   echo '|---|---|---|---|'
   for cl in "$dir"/clusters/*/ "$dir"/comparison/upstream-quick-start/clusters/*/; do
-    name=$(basename "$cl")
-    [[ $name != bootstrap && -d $cl/machines ]] || continue
-    [[ $cl == */upstream-quick-start/* ]] && name="$name (upstream's spec)"
+    base=$(basename "$cl") name=$base
+    [[ $base != bootstrap && -d $cl/machines ]] || continue
+    [[ $cl == */upstream-quick-start/* ]] && name="$base (upstream's spec)"
     wait=$(sed -nE 's/^ *\+[^ ]+ +([^ ]+) +[a-z]+ +wait for control plane initialized$/\1/p' "$cl/summary.txt" 2>/dev/null || true)
     api=$(cat "$cl"/machines/*control-plane*/pods/kube-system_kube-apiserver-*/*/*.log 2>/dev/null |
       sed -nE 's/^[0-9-]+T([0-9:]+\.[0-9])[0-9]*Z .*Serving securely.*/\1/p' | sort | head -1 || true)
     printf '| %s | %s | %s | %s |\n' "$name" \
-      "$(grep -E "\"(Connect failed|Connected)\".* Cluster=\"[^\"]*/$(basename "$cl")\"" "$kcp" | awk '{
+      "$(grep -E "\"(Connect failed|Connected)\".* Cluster=\"[^\"]*/$base\"" "$kcp" | awk '{
           t = substr($2, 1, 10)
           if ($0 ~ /"Connected"/) r = "connected"
           else if ($0 ~ /kubeconfig secret.*not found/) r = "failed, no kubeconfig Secret yet"
