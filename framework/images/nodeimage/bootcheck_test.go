@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster"
 	kindlog "sigs.k8s.io/kind/pkg/log"
 
+	"github.com/capd-e2e/capd-e2e/framework/images/kindbase"
+	"github.com/capd-e2e/capd-e2e/framework/images/nodeimage"
 	"github.com/capd-e2e/capd-e2e/framework/leak"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
@@ -132,6 +134,7 @@ func TestIntegrationTwoNodeKindCluster(t *testing.T) {
 		t.Fatalf("nodes: %v", err)
 	}
 	t.Logf("nodes Ready after %s: control plane %s, worker %s", time.Since(start).Round(time.Second), controlPlane, worker)
+	checkNodeLayout(ctx, t, rt, controlPlane)
 
 	// CoreDNS running.
 	err = pollUntil(ctx, podsTimeout, podsPoll, func() (bool, string) {
@@ -244,6 +247,35 @@ try 'exec 3<>/dev/tcp/%[3]s/%[2]d' 'service %[3]s:%[2]d reachable' || exit 1
 	if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Error(err)
 	}
+}
+
+// checkNodeLayout checks, in a running node, what keeps machine creation
+// and boot short: containerd's content store is the link to the image's
+// copy (nodeimage.ContentStorePath), which the control plane's pods came
+// from, and the first-boot units (kindbase.FirstBootUnits) are masked and
+// never ran.
+func checkNodeLayout(ctx context.Context, t *testing.T, rt runtime.Runtime, node string) {
+	t.Helper()
+	script := fmt.Sprintf(`set -eu
+[ "$(readlink %[1]s)" = %[2]s ] || { echo "%[1]s is not a link to %[2]s"; exit 1; }
+n=$(find %[2]s/blobs -type f | wc -l)
+[ "$n" -gt 0 ] || { echo "no blobs in %[2]s"; exit 1; }
+echo "$n blobs in %[2]s"
+for u in %[3]s; do
+	[ "$(systemctl is-enabled "$u" || true)" = masked ] || { echo "$u is not masked"; exit 1; }
+	[ "$(systemctl show -P ActiveEnterTimestampMonotonic "$u")" = 0 ] || { echo "$u ran"; exit 1; }
+done
+echo "masked, never ran: %[3]s"
+`, nodeimage.ContainerdContentPath, nodeimage.ContentStorePath, strings.Join(kindbase.FirstBootUnits, " "))
+	var out strings.Builder
+	res, err := rt.Exec(ctx, node, runtime.ExecOptions{Cmd: []string{"sh", "-c", script}, Stdout: &out, Stderr: &out})
+	if err != nil {
+		t.Fatalf("node %s: %v", node, err)
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("node %s: exit %d: %s", node, res.ExitCode, out.String())
+	}
+	t.Logf("node %s: %s", node, strings.TrimSpace(out.String()))
 }
 
 func nodeReady(n corev1.Node) bool {
