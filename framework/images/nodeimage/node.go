@@ -305,7 +305,9 @@ const ContentStorePath = "/opt/capd-e2e/containerd-content"
 // ContainerdContentPath is containerd's content store under its root.
 const ContainerdContentPath = "/var/lib/containerd/io.containerd.content.v1.content"
 
-var moveContentScript = `set -o errexit -o nounset -o pipefail
+// moveContentScript moves containerd's content store to ContentStorePath
+// and links it from ContainerdContentPath.
+const moveContentScript = `set -o errexit -o nounset -o pipefail
 mkdir -p "$(dirname ` + ContentStorePath + `)"
 mv ` + ContainerdContentPath + ` ` + ContentStorePath + `
 ln -s ` + ContentStorePath + ` ` + ContainerdContentPath + `
