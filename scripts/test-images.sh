@@ -7,7 +7,9 @@
 #     running, pod-to-pod across nodes, a Service by DNS name; nothing left;
 #   - CAPD's load balancer image behaves as CAPD drives it;
 #   - the cert-manager substitute against a real API server (envtest), with
-#     kube-apiserver and etcd taken from the built images.
+#     kube-apiserver and etcd taken from the built images;
+#   - the webhook call check (webhookcheck.CheckCalls) against the same, and
+#     a webhook server on this host that answers, then is gone.
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,4 +31,4 @@ done
 echo "envtest assets from $apiserver and $etcd"
 
 KUBEBUILDER_ASSETS=$assets go test -tags images -count=1 -timeout 40m -v -run '^TestIntegration' \
-  ./framework/images/goimages/ ./framework/images/nodeimage/ ./framework/certmanager/
+  ./framework/images/goimages/ ./framework/images/nodeimage/ ./framework/certmanager/ ./framework/certmanager/webhookcheck/

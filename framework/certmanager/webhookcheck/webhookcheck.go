@@ -6,8 +6,9 @@
 //
 // The webhook servers are reached through a Dialer: PortForward goes
 // through the API server to the Service's ready pods, so the check needs
-// only a kubeconfig. This package only reads; it must not change anything
-// in the cluster.
+// only a kubeconfig. CheckCalls then has the API server itself call the
+// webhooks, through their Services. This package must not change anything
+// in the cluster: it reads, and CheckCalls' creates are dry runs.
 package webhookcheck
 
 import (
