@@ -3,8 +3,8 @@
 // harness's node image, the images the providers need loaded into it,
 // cert-manager's CRDs and the harness's substitute controller, the local
 // clusterctl repository and `clusterctl init`, a check that every provider
-// webhook serves a certificate its caBundle trusts, log collection and
-// cleanup. capd-e2e's own suite (e2e/) and a provider's suite (see
+// webhook serves a certificate its caBundle trusts and that the API server
+// calls it, log collection and cleanup. capd-e2e's own suite (e2e/) and a provider's suite (see
 // examples/) are thin layers over it.
 //
 // Setup and Teardown are plain functions over an input struct, usable from
@@ -416,16 +416,20 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 		return env, err
 	}
 
-	if err := phase("check that every provider webhook serves a certificate its caBundle trusts", func() error {
+	if err := phase("check that every provider webhook serves a certificate its caBundle trusts, and the API server calls it", func() error {
 		// The CA injector fills the caBundles after the Certificates are
 		// issued, which may be after clusterctl init saw the Deployments
 		// available: an empty or stale caBundle is retried until
-		// wait-controllers' timeout, then reported as last seen.
+		// wait-controllers' timeout, then reported as last seen. So is a
+		// webhook the API server cannot call yet (webhookcheck.CheckCalls:
+		// its Service's cluster IP lags its pod's readiness), which would
+		// fail the first spec's first create.
 		timeout, _, err := cfg.Intervals(env.BootstrapClusterProxy.GetName(), "wait-controllers")
 		if err != nil {
 			return err
 		}
 		var last error
+		var probed []string
 		attempts := 0
 		err = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 			attempts++
@@ -433,6 +437,9 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 				Client: env.BootstrapClusterProxy.GetClient(),
 				Dial:   webhookcheck.PortForward(env.BootstrapClusterProxy.GetRESTConfig()),
 			})
+			if last == nil {
+				probed, last = webhookcheck.CheckCalls(ctx, webhookcheck.CallInput{Client: env.BootstrapClusterProxy.GetClient()})
+			}
 			return last == nil, nil
 		})
 		if err != nil && last != nil {
@@ -440,6 +447,9 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 		}
 		if attempts > 1 {
 			log("setup: the webhook check passed at attempt %d", attempts)
+		}
+		if err == nil {
+			log("setup: the API server called a webhook of each of %d Services: %s", len(probed), strings.Join(probed, ", "))
 		}
 		return err
 	}); err != nil {
