@@ -75,18 +75,19 @@ func CheckCalls(ctx context.Context, in CallInput) (probed []string, err error) 
 	// The Services of each webhook name (names are unique only within a
 	// configuration), to tell whose denial a probe met.
 	services := map[string][]string{}
+	add := func(name string, cc admissionregistrationv1.WebhookClientConfig) {
+		if cc.Service != nil {
+			services[name] = append(services[name], serviceKey(cc.Service))
+		}
+	}
 	for _, cfg := range cfgs.Items {
 		for _, w := range cfg.Webhooks {
-			if w.ClientConfig.Service != nil {
-				services[w.Name] = append(services[w.Name], serviceKey(w.ClientConfig.Service))
-			}
+			add(w.Name, w.ClientConfig)
 		}
 	}
 	for _, cfg := range validating.Items {
 		for _, w := range cfg.Webhooks {
-			if w.ClientConfig.Service != nil {
-				services[w.Name] = append(services[w.Name], serviceKey(w.ClientConfig.Service))
-			}
+			add(w.Name, w.ClientConfig)
 		}
 	}
 	var errs []error
@@ -116,11 +117,7 @@ func CheckCalls(ctx context.Context, in CallInput) (probed []string, err error) 
 }
 
 func serviceKey(s *admissionregistrationv1.ServiceReference) string {
-	port := int32(443)
-	if s.Port != nil {
-		port = *s.Port
-	}
-	return fmt.Sprintf("%s/%s:%d", s.Namespace, s.Name, port)
+	return fmt.Sprintf("%s/%s:%d", s.Namespace, s.Name, servicePort(s))
 }
 
 // probeable reports whether the API server calls w for every object of a

@@ -126,11 +126,15 @@ type checkKey struct {
 }
 
 func (t target) key() checkKey {
-	port := int32(443)
-	if t.service.Port != nil {
-		port = *t.service.Port
+	return checkKey{t.service.Namespace, t.service.Name, servicePort(t.service), string(t.caBundle)}
+}
+
+// servicePort is the port a webhook calls its Service on: 443 unless set.
+func servicePort(s *admissionregistrationv1.ServiceReference) int32 {
+	if s.Port != nil {
+		return *s.Port
 	}
-	return checkKey{t.service.Namespace, t.service.Name, port, string(t.caBundle)}
+	return 443
 }
 
 func contains(l []string, s string) bool {
