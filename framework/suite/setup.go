@@ -4,8 +4,8 @@
 // cert-manager's CRDs and the harness's substitute controller, the local
 // clusterctl repository and `clusterctl init`, a check that every provider
 // webhook serves a certificate its caBundle trusts and that the API server
-// calls it, log collection and cleanup. capd-e2e's own suite (e2e/) and a provider's suite (see
-// examples/) are thin layers over it.
+// calls it, log collection and cleanup. capd-e2e's own suite (e2e/) and a
+// provider's suite (see examples/) are thin layers over it.
 //
 // Setup and Teardown are plain functions over an input struct, usable from
 // any Ginkgo suite; Suite (ginkgo.go) wires them to Ginkgo with upstream's

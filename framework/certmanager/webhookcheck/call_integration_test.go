@@ -20,6 +20,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -119,14 +120,10 @@ func TestIntegrationCheckCalls(t *testing.T) {
 
 	// The API server's informers see the new objects a moment later.
 	var probed []string
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		probed, err = CheckCalls(ctx, CallInput{Client: c})
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err == nil, nil
+	})
 	if err != nil {
 		t.Fatalf("CheckCalls with the webhook server answering: %v", err)
 	}

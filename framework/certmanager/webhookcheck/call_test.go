@@ -20,7 +20,7 @@ import (
 
 var (
 	dockerCluster = schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Kind: "DockerCluster"}
-	clusterClass  = schema.GroupVersionKind{Group: "example.x-k8s.io", Version: "v1", Kind: "Fleet"} // cluster-scoped
+	fleetKind     = schema.GroupVersionKind{Group: "example.x-k8s.io", Version: "v1", Kind: "Fleet"} // cluster-scoped
 )
 
 // mutating is a probeable webhook of Service capd-system/capd-webhook-service
@@ -54,7 +54,7 @@ func callCluster(t *testing.T, answer func(obj client.Object) error, webhooks ..
 	t.Helper()
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(dockerCluster, meta.RESTScopeNamespace)
-	mapper.Add(clusterClass, meta.RESTScopeRoot)
+	mapper.Add(fleetKind, meta.RESTScopeRoot)
 	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "capd-mutating-webhook-configuration"},
 		Webhooks:   webhooks,
@@ -167,13 +167,13 @@ func TestCheckCallsChoosesProbes(t *testing.T) {
 	// namespace; a namespace filter leaves it out.
 	fleet := mutating("default.fleet.example.x-k8s.io")
 	fleet.ClientConfig.Service.Namespace, fleet.ClientConfig.Service.Name = "fleet-system", "fleet-webhook-service"
-	fleet.Rules[0].APIGroups, fleet.Rules[0].APIVersions, fleet.Rules[0].Resources = []string{clusterClass.Group}, []string{clusterClass.Version}, []string{"fleets"}
+	fleet.Rules[0].APIGroups, fleet.Rules[0].APIVersions, fleet.Rules[0].Resources = []string{fleetKind.Group}, []string{fleetKind.Version}, []string{"fleets"}
 	fleet.Rules[0].Operations = []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll}
 	c, got = callCluster(t, ok, withSelector, mutating("first"), mutating("second"), fleet)
 	if _, err := CheckCalls(context.Background(), CallInput{Client: c, Namespace: "probes"}); err != nil {
 		t.Fatal(err)
 	}
-	want := []created{{dockerCluster, "probes", ProbeNamePrefix, true}, {clusterClass, "", ProbeNamePrefix, true}}
+	want := []created{{dockerCluster, "probes", ProbeNamePrefix, true}, {fleetKind, "", ProbeNamePrefix, true}}
 	if len(*got) != 2 || (*got)[0] != want[0] || (*got)[1] != want[1] {
 		t.Errorf("creates %+v, want %+v", *got, want)
 	}
@@ -181,7 +181,7 @@ func TestCheckCallsChoosesProbes(t *testing.T) {
 	if _, err := CheckCalls(context.Background(), CallInput{Client: c, Namespaces: []string{"fleet-system"}}); err != nil {
 		t.Fatal(err)
 	}
-	if len(*got) != 1 || (*got)[0].gvk != clusterClass {
+	if len(*got) != 1 || (*got)[0].gvk != fleetKind {
 		t.Errorf("with Namespaces fleet-system: creates %+v, want only the Fleet", *got)
 	}
 }
@@ -190,8 +190,8 @@ func TestCheckCallsChoosesProbes(t *testing.T) {
 func TestCheckCallsReportsEveryService(t *testing.T) {
 	fleet := mutating("default.fleet.example.x-k8s.io")
 	fleet.ClientConfig.Service.Name = "fleet-webhook-service"
-	fleet.Rules[0].APIGroups, fleet.Rules[0].Resources = []string{clusterClass.Group}, []string{"fleets"}
-	fleet.Rules[0].APIVersions = []string{clusterClass.Version}
+	fleet.Rules[0].APIGroups, fleet.Rules[0].Resources = []string{fleetKind.Group}, []string{"fleets"}
+	fleet.Rules[0].APIVersions = []string{fleetKind.Version}
 	c, _ := callCluster(t, func(obj client.Object) error {
 		return webhookError(`failed calling webhook "x": connection refused (` + obj.GetObjectKind().GroupVersionKind().Kind + ")")
 	}, mutating("default.dockercluster"), fleet)

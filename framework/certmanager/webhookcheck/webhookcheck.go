@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,7 +84,7 @@ func Check(ctx context.Context, in Input) error {
 	results := map[checkKey]error{}
 	var unique []target
 	for _, t := range targets {
-		if len(in.Namespaces) > 0 && !contains(in.Namespaces, t.service.Namespace) {
+		if len(in.Namespaces) > 0 && !slices.Contains(in.Namespaces, t.service.Namespace) {
 			continue
 		}
 		keep = append(keep, t)
@@ -135,15 +136,6 @@ func servicePort(s *admissionregistrationv1.ServiceReference) int32 {
 		return *s.Port
 	}
 	return 443
-}
-
-func contains(l []string, s string) bool {
-	for _, v := range l {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 func listTargets(ctx context.Context, c client.Reader) ([]target, error) {
