@@ -66,13 +66,19 @@ suite() {
 # flag), so "wait for control plane initialized" moves in steps of 30 s
 # with the control plane's start, whatever the spec does; this table shows
 # which step each cluster took. Times are UTC, as the logs give them.
+# Where the first control plane's start went: when CAPD ran kubeadm init
+# (after its ~40 file-writing execs), when etcd logged its first line, and
+# the kubelet's "cgroups exist and are correctly applied" errors, after
+# each of which the kubelet retries that pod about 10 s later (on cgroup v1
+# a pod slice's mkdir can race systemd; kubernetes/kubernetes#103542).
 connections() {
-  local dir=$1 kcp cl base name api wait
+  local dir=$1 kcp capd cl base name api wait init etcd cgroup
   kcp=$(ls "$dir"/clusters/bootstrap/logs/capi-kubeadm-control-plane-system/*/*/manager.log 2>/dev/null | head -1 || true)
   [[ -n $kcp ]] || return 0
+  capd=$(ls "$dir"/clusters/bootstrap/logs/capd-system/*/*/manager.log 2>/dev/null | head -1 || true)
   echo
-  echo '| cluster | KCP cluster-cache connection attempts (logged as each ends) | first kube-apiserver "Serving securely" | wait for control plane initialized |'
-  echo '|---|---|---|---|'
+  echo '| cluster | KCP cluster-cache connection attempts (logged as each ends) | kubeadm init run | etcd first log line | first kube-apiserver "Serving securely" | kubelet pod cgroup errors | wait for control plane initialized |'
+  echo '|---|---|---|---|---|---|---|'
   for cl in "$dir"/clusters/*/ "$dir"/comparison/upstream-quick-start/clusters/*/; do
     base=$(basename "$cl") name=$base
     [[ $base != bootstrap && -d $cl/machines ]] || continue
@@ -80,7 +86,13 @@ connections() {
     wait=$(sed -nE 's/^ *\+[^ ]+ +([^ ]+) +[a-z]+ +wait for control plane initialized$/\1/p' "$cl/summary.txt" 2>/dev/null || true)
     api=$(cat "$cl"/machines/*control-plane*/pods/kube-system_kube-apiserver-*/*/*.log 2>/dev/null |
       sed -nE 's/^[0-9-]+T([0-9:]+\.[0-9])[0-9]*Z .*Serving securely.*/\1/p' | sort | head -1 || true)
-    printf '| %s | %s | %s | %s |\n' "$name" \
+    init=$([[ -n $capd ]] && grep -F 'kubeadm init' "$capd" | grep -F "/$base-control-plane-" |
+      awk '{ print substr($2, 1, 10); exit }' || true)
+    etcd=$(for f in "$cl"/machines/*control-plane*/pods/kube-system_etcd-*/etcd/0.log; do
+      [[ -f $f ]] && sed -nE '1s/^[0-9-]+T([0-9:]+\.[0-9]).*/\1/p' "$f"; done 2>/dev/null | sort | head -1 || true)
+    cgroup=$(cat "$cl"/machines/*control-plane*/kubelet.log 2>/dev/null | grep -F 'cgroups exist and are correctly applied' |
+      sed -nE 's/^[A-Z][a-z]+ [0-9]+ ([0-9:]+\.[0-9]).* pod="([^"]*)".*/\2 \1/p' | sed "s/-$base-control-plane-[^ ]*//" | paste -sd ';' - || true)
+    printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$name" \
       "$(grep -E "\"(Connect failed|Connected)\".* Cluster=\"[^\"]*/$base\"" "$kcp" | awk '{
           t = substr($2, 1, 10)
           if ($0 ~ /"Connected"/) r = "connected"
@@ -89,7 +101,7 @@ connections() {
           else r = "failed"
           printf "%s%s %s", (n++ ? "; " : ""), t, r
         }')" \
-      "${api:-?}" "${wait:--}"
+      "${init:-?}" "${etcd:-?}" "${api:-?}" "${cgroup:-none}" "${wait:--}"
   done
 }
 
