@@ -16,6 +16,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/test/framework"
 	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
+
+	"github.com/capd-e2e/capd-e2e/framework/controllerlogs"
 )
 
 // SelfHostedSpecInput is the input of SelfHostedSpec.
@@ -124,7 +126,7 @@ func SelfHostedSpec(inputGetter func() SelfHostedSpecInput) {
 			})
 
 			r.step("clusterctl init on the workload cluster", func() {
-				clusterctl.InitManagementClusterAndWatchControllerLogs(s.watches, clusterctl.InitManagementClusterAndWatchControllerLogsInput{
+				controllerlogs.InitAndWatch(s.watches, clusterctl.InitManagementClusterAndWatchControllerLogsInput{
 					ClusterProxy:              s.proxy,
 					ClusterctlConfigPath:      r.in.ClusterctlConfigPath,
 					InfrastructureProviders:   r.in.E2EConfig.InfrastructureProviders(),

@@ -50,6 +50,7 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/certmanager/webhookcheck"
 	"github.com/capd-e2e/capd-e2e/framework/config"
 	"github.com/capd-e2e/capd-e2e/framework/config/upstream"
+	"github.com/capd-e2e/capd-e2e/framework/controllerlogs"
 	"github.com/capd-e2e/capd-e2e/framework/images/gobuild"
 	"github.com/capd-e2e/capd-e2e/framework/images/registry"
 	"github.com/capd-e2e/capd-e2e/framework/images/render"
@@ -391,7 +392,7 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 		watchCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		env.stopWatches = cancel
 		return catch(func() {
-			clusterctl.InitManagementClusterAndWatchControllerLogs(watchCtx, clusterctl.InitManagementClusterAndWatchControllerLogsInput{
+			controllerlogs.InitAndWatch(watchCtx, clusterctl.InitManagementClusterAndWatchControllerLogsInput{
 				ClusterProxy:            env.BootstrapClusterProxy,
 				ClusterctlConfigPath:    env.ClusterctlConfigPath,
 				InfrastructureProviders: env.E2EConfig.InfrastructureProviders(),
