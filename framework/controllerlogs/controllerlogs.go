@@ -26,7 +26,6 @@
 package controllerlogs
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -140,6 +139,11 @@ func (w *watcher) pod(obj any) {
 	}
 }
 
+// fail tells Logf of an error in following a container; the watch goes on.
+func (w *watcher) fail(p *corev1.Pod, container string, err error) {
+	w.in.Logf("controller logs of %s/%s, container %s: %v", p.Namespace, p.Name, container, err)
+}
+
 // metadata is the file upstream writes beside each log, with its keys.
 type metadata struct {
 	Job       string `json:"job"`
@@ -157,7 +161,7 @@ func (w *watcher) follow(pod *corev1.Pod, container string) {
 	dep := w.in.Deployment
 	dir := filepath.Join(w.in.LogPath, dep.Name, pod.Name)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
-		w.in.Logf("controller logs of %s/%s, container %s: %v", pod.Namespace, pod.Name, container, err)
+		w.fail(pod, container, err)
 		return
 	}
 	meta, _ := json.Marshal(metadata{
@@ -165,11 +169,11 @@ func (w *watcher) follow(pod *corev1.Pod, container string) {
 		Pod: pod.Name, Container: container, NodeName: pod.Spec.NodeName, Stream: "stderr",
 	})
 	if err := os.WriteFile(filepath.Join(dir, container+"-log-metadata.json"), meta, 0o600); err != nil {
-		w.in.Logf("controller logs of %s/%s, container %s: %v", pod.Namespace, pod.Name, container, err)
+		w.fail(pod, container, err)
 	}
 	f, err := os.OpenFile(filepath.Join(dir, container+".log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
-		w.in.Logf("controller logs of %s/%s, container %s: %v", pod.Namespace, pod.Name, container, err)
+		w.fail(pod, container, err)
 		return
 	}
 	defer f.Close()
@@ -188,7 +192,7 @@ func (w *watcher) follow(pod *corev1.Pod, container string) {
 			return
 		case err != nil:
 			if !failing {
-				w.in.Logf("controller logs of %s/%s, container %s: %v (retrying)", pod.Namespace, pod.Name, container, err)
+				w.fail(pod, container, fmt.Errorf("%w (retrying)", err))
 			}
 			failing = true
 		default:
@@ -202,7 +206,7 @@ func (w *watcher) follow(pod *corev1.Pod, container string) {
 						header = "\n" + header
 					}
 					if _, err := io.WriteString(out, header); err != nil {
-						w.in.Logf("controller logs of %s/%s, container %s: %v", pod.Namespace, pod.Name, container, err)
+						w.fail(pod, container, err)
 						return
 					}
 				}
@@ -280,20 +284,19 @@ func (w *watcher) stream(p *corev1.Pod, container string, f io.Writer, skip int6
 	rc, err := w.in.ClientSet.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container, Follow: true}).Stream(w.ctx)
 	if err != nil {
 		if w.ctx.Err() == nil {
-			w.in.Logf("controller logs of %s/%s, container %s: %v", p.Namespace, p.Name, container, err)
+			w.fail(p, container, err)
 		}
 		return 0
 	}
 	defer rc.Close()
-	r := bufio.NewReader(rc)
 	if skip > 0 {
-		if _, err := io.CopyN(io.Discard, r, skip); err != nil {
+		if _, err := io.CopyN(io.Discard, rc, skip); err != nil {
 			return 0
 		}
 	}
-	n, err := io.Copy(f, r)
+	n, err := io.Copy(f, rc)
 	if err != nil && w.ctx.Err() == nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-		w.in.Logf("controller logs of %s/%s, container %s: %v", p.Namespace, p.Name, container, err)
+		w.fail(p, container, err)
 	}
 	return n
 }

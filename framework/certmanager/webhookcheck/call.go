@@ -46,9 +46,9 @@ const ProbeNamePrefix = "capd-e2e-webhook-probe-"
 // the object is validated, so three answers show the Service was reached:
 // a success, an Invalid error from validation, and a denial by a webhook
 // of the same Service (validating webhooks run last). An error that the
-// API server failed calling a webhook is reported, as is any other error. CheckCalls returns the Services it probed (as
-// namespace/name:port), so that a caller can tell a pass from a check that
-// found nothing to probe.
+// API server failed calling a webhook is reported, as is any other error.
+// CheckCalls returns the Services it probed (as namespace/name:port), so
+// that a caller can tell a pass from a check that found nothing to probe.
 //
 // Only mutating webhooks can be probed this way. Each probe must call its
 // webhook for any object of its kind, with no side effects: no namespace
