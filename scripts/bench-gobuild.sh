@@ -1,32 +1,54 @@
 #!/usr/bin/env bash
-# Two cold Go builds one after the other, then the same two at once, then
-# one after the other with the compiler's garbage collector relaxed
-# (GOGC=BENCH_GOGC, default 400), in one run: the wall time and the CPU time
-# (user + system, of every process the builds ran) of each side. It answers whether `make images` gains from
-# running Go builds side by side on this machine, or loses to
-# oversubscription: each go command already runs as many compilers as there
-# are CPUs.
+# Cold Go builds, measured side by side in one run: the wall time and the CPU
+# time (user + system, of every process the builds ran) of each side.
 #
-# Usage: scripts/bench-gobuild.sh [WRAPPER_DIR WRAPPER_DIR]
+# Sides (SIDES, default "sequential at-once gogc"):
+#   sequential  the two builds one after the other, as logged
+#   at-once     the same two at once: does `make images` gain from running
+#               Go builds side by side, or lose to oversubscription (each go
+#               command already runs as many compilers as there are CPUs)?
+#   gogc        one after the other with the compiler's garbage collector
+#               relaxed (GOGC=BENCH_GOGC, default 400), as make images runs
+#   dwarf       as gogc, the compiler writing DWARF (no -dwarf=false)
+#   nodwarf     as gogc, with -gcflags=all=-dwarf=false: the binaries are
+#               linked with -s -w, which drops DWARF, so the compiler's is
+#               wasted work. When both dwarf and nodwarf run, their binaries
+#               are compared byte for byte.
+# Ratios are against the first side.
+#
+# Usage: scripts/bench-gobuild.sh [WRAPPER_DIR [WRAPPER_DIR]]
 #
 # A wrapper dir is one of the image builder's Go build modules under
 # ~/.cache/capd-e2e/gobuild (made by `make images`); the build replayed is
 # the `go build` command in its newest log, writing to a temporary folder.
 # Default: the etcd v3.6.8 and v3.7.0 builds. Each side gets an empty Go
-# build cache of its own, shared by its two builds as in `make images` (the module cache is shared and warm: downloads are not
-# measured). Results go to $ARTIFACTS/bench-gobuild/results.md.
+# build cache of its own, shared by its builds as in `make images` (the
+# module cache is shared and warm: downloads are not measured). Results go to
+# $ARTIFACTS/bench-gobuild/results.md.
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "$0")/.."
 
 cache=${CAPD_E2E_GOBUILD_CACHE:-$HOME/.cache/capd-e2e/gobuild}
 gogc=${BENCH_GOGC:-400}
+read -r -a sides <<<"${SIDES:-sequential at-once gogc}"
+((${#sides[@]} > 0)) || { echo "bench-gobuild: SIDES is empty" >&2; exit 2; }
+for s in "${sides[@]}"; do
+  case $s in
+    sequential | at-once | gogc | dwarf | nodwarf) ;;
+    *) echo "bench-gobuild: unknown side $s in SIDES (sequential, at-once, gogc, dwarf, nodwarf)" >&2; exit 2 ;;
+  esac
+done
 if (($# == 0)); then
   set -- "$cache"/go.etcd.io_etcd_server_v3@v3.6.8-* "$cache"/go.etcd.io_etcd_server_v3@v3.7.0-*
 fi
-(($# == 2)) || { echo "bench-gobuild: want two wrapper dirs, got $#" >&2; exit 2; }
+(($# == 1 || $# == 2)) || { echo "bench-gobuild: want one or two wrapper dirs, got $#" >&2; exit 2; }
 for d in "$@"; do
   [[ -f $d/go.mod ]] || { echo "bench-gobuild: $d is not a build module (no go.mod); run make images first" >&2; exit 2; }
 done
+if [[ " ${sides[*]} " == *" at-once "* ]] && (($# != 2)); then
+  echo "bench-gobuild: side at-once needs two wrapper dirs" >&2
+  exit 2
+fi
 
 out=${ARTIFACTS:-$PWD/_artifacts}/bench-gobuild
 rm -rf "$out"
@@ -34,53 +56,88 @@ mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# command DIR: the logged go build command of DIR, writing into $tmp/bin.
+# command_of SIDE DIR: the logged go build command of DIR, writing into
+# SIDE's bin folder, with SIDE's compiler flags.
 command_of() {
-  local log
-  log=$(ls -t "$1"/logs/*.log | head -1)
-  grep -m1 '^# go build ' "$log" | sed -e 's/^# //' -e "s| -o [^ ]* | -o $tmp/bin/ |"
+  local log cmd
+  log=$(ls -t "$2"/logs/*.log | head -1)
+  cmd=$(grep -m1 '^# go build ' "$log" | sed -e 's/^# //' -e "s| -o [^ ]* | -o $tmp/$1/bin/ |" -e "s/ -gcflags[ =]'\\{0,1\\}all=-dwarf=false'\\{0,1\\}//")
+  [[ $1 == nodwarf ]] && cmd=${cmd/#go build /go build -gcflags=all=-dwarf=false }
+  echo "$cmd"
 }
 
 # build SIDE DIR: replays DIR's build with SIDE's empty caches.
 build() {
   local cmd
-  cmd=$(command_of "$2")
-  mkdir -p "$tmp/bin"
+  cmd=$(command_of "$1" "$2")
+  mkdir -p "$tmp/$1/bin"
   (cd "$2" && export GOCACHE=$tmp/$1/gocache GOFLAGS= GOWORK=off GOTOOLCHAIN=local && eval "$cmd") >"$out/$1-$(basename "$2").log" 2>&1
 }
 
 TIMEFORMAT='%R %U %S'
-side() { # NAME: prints "wall user sys"
+measure() { # prints "wall user sys"
   { time "$@" 2>/dev/null; } 2>&1 | tail -1
 }
-one_after_other() { build sequential "$1" && build sequential "$2"; }
-one_after_other_gogc() { (export GOGC=$gogc && build sequential-gogc "$1" && build sequential-gogc "$2"); }
-at_once() {
-  build at-once "$1" & local a=$!
-  build at-once "$2" & local b=$!
-  wait "$a" && wait "$b"
+one_after_other() { # SIDE DIR...
+  local side=$1 d
+  shift
+  for d in "$@"; do build "$side" "$d" || return; done
+}
+run_side() { # SIDE DIR...
+  local side=$1
+  shift
+  case $side in
+    sequential) one_after_other sequential "$@" ;;
+    at-once)
+      build at-once "$1" & local a=$!
+      build at-once "$2" & local b=$!
+      wait "$a" && wait "$b"
+      ;;
+    *) (export GOGC=$gogc && one_after_other "$side" "$@") ;;
+  esac
+}
+label() {
+  case $1 in
+    sequential) echo "one after the other" ;;
+    at-once) echo "both at once" ;;
+    gogc) echo "one after the other, GOGC=$gogc" ;;
+    dwarf) echo "GOGC=$gogc, compiler DWARF on" ;;
+    nodwarf) echo "GOGC=$gogc, -gcflags=all=-dwarf=false" ;;
+  esac
 }
 
-echo "bench-gobuild: one after the other: $(basename "$1"), $(basename "$2")" >&2
-read -r sw su ss < <(side one_after_other "$1" "$2")
-echo "bench-gobuild: both at once" >&2
-read -r pw pu ps < <(side at_once "$1" "$2")
-echo "bench-gobuild: one after the other, GOGC=$gogc" >&2
-read -r gw gu gs < <(side one_after_other_gogc "$1" "$2")
+declare -A wall user sys
+for s in "${sides[@]}"; do
+  echo "bench-gobuild: $(label "$s"): $(for d in "$@"; do basename "$d"; done | paste -sd' ')" >&2
+  read -r wall[$s] user[$s] sys[$s] < <(measure run_side "$s" "$@")
+  [[ -n $(ls -A "$tmp/$s/bin") ]] || { echo "bench-gobuild: side $s built nothing; see $out/$s-*.log" >&2; exit 1; }
+done
 
+first=${sides[0]}
 {
-  echo "# two cold Go builds, $(date -u +%FT%TZ), $(nproc) CPUs, $(go env GOVERSION)"
+  echo "# cold Go builds, $(date -u +%FT%TZ), $(nproc) CPUs, $(go env GOVERSION)"
   echo
-  echo "builds: $(basename "$1"), $(basename "$2")"
+  echo "builds: $(for d in "$@"; do basename "$d"; done | paste -sd' ')"
   echo
-  echo "| side | wall | CPU user | CPU system | CPU total |"
-  echo "|---|---|---|---|---|"
-  awk -v w="$sw" -v u="$su" -v s="$ss" 'BEGIN{printf "| one after the other | %.1f s | %.1f s | %.1f s | %.1f s |\n", w, u, s, u+s}'
-  awk -v w="$pw" -v u="$pu" -v s="$ps" 'BEGIN{printf "| both at once | %.1f s | %.1f s | %.1f s | %.1f s |\n", w, u, s, u+s}'
-  awk -v w="$gw" -v u="$gu" -v s="$gs" -v g="$gogc" 'BEGIN{printf "| one after the other, GOGC=%s | %.1f s | %.1f s | %.1f s | %.1f s |\n", g, w, u, s, u+s}'
-  awk -v a="$sw" -v b="$pw" -v c="$su" -v d="$ss" -v e="$pu" -v f="$ps" \
-    'BEGIN{printf "\nat once / one after the other: wall %.2f, CPU %.2f\n", b/a, (e+f)/(c+d)}'
-  awk -v a="$sw" -v b="$gw" -v c="$su" -v d="$ss" -v e="$gu" -v f="$gs" -v g="$gogc" \
-    'BEGIN{printf "GOGC=%s / default: wall %.2f, CPU %.2f\n", g, b/a, (e+f)/(c+d)}'
+  echo "| side | wall | CPU user | CPU system | CPU total | wall / $first | CPU / $first |"
+  echo "|---|---|---|---|---|---|---|"
+  for s in "${sides[@]}"; do
+    awk -v l="$(label "$s")" -v w="${wall[$s]}" -v u="${user[$s]}" -v s="${sys[$s]}" \
+      -v w0="${wall[$first]}" -v c0="$(awk -v a="${user[$first]}" -v b="${sys[$first]}" 'BEGIN{print a+b}')" \
+      'BEGIN{printf "| %s | %.1f s | %.1f s | %.1f s | %.1f s | %.2f | %.2f |\n", l, w, u, s, u+s, w/w0, (u+s)/c0}'
+  done
+  if [[ -d $tmp/dwarf/bin && -d $tmp/nodwarf/bin ]]; then
+    echo
+    echo "binaries, compiler DWARF on vs off (sha256):"
+    for f in "$tmp"/dwarf/bin/*; do
+      a=$(sha256sum <"$f" | cut -c1-16)
+      b=$(sha256sum <"$tmp/nodwarf/bin/$(basename "$f")" | cut -c1-16)
+      if [[ $a == "$b" ]]; then
+        echo "- $(basename "$f"): identical ($a)"
+      else
+        echo "- $(basename "$f"): DIFFERENT ($a vs $b; $(stat -c %s "$f") vs $(stat -c %s "$tmp/nodwarf/bin/$(basename "$f")") bytes)"
+      fi
+    done
+  fi
 } >"$out/results.md"
 cat "$out/results.md"
