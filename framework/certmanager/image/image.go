@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/capd-e2e/capd-e2e/framework/images/gobuild"
 	"github.com/capd-e2e/capd-e2e/framework/images/oci"
 	"github.com/capd-e2e/capd-e2e/framework/images/plan"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
@@ -36,6 +37,7 @@ const Binary = "/cert-manager-substitute"
 var Files = []string{
 	"cmd/cert-manager-substitute",
 	"framework/certmanager",
+	"framework/images/gobuild", // GCFlags
 	"framework/images/oci",
 	"go.mod",
 	"go.sum",
@@ -98,13 +100,14 @@ func (b *Builder) Build(ctx context.Context, step plan.Step) error {
 	})
 }
 
-// compile runs go build in the repository: static, trimmed, stripped.
+// compile runs go build in the repository: static, trimmed, stripped, and
+// without the compiler's DWARF, as gobuild's builds (gobuild.GCFlags).
 func (b *Builder) compile(ctx context.Context, arch, out string) error {
 	goCmd := b.Go
 	if goCmd == "" {
 		goCmd = "go"
 	}
-	cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-ldflags=-s -w", "-o", out, Package)
+	cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-gcflags="+gobuild.GCFlags, "-ldflags=-s -w", "-o", out, Package)
 	cmd.Dir = b.RepoRoot
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOFLAGS=-mod=readonly", "GOWORK=off")
 	if arch != "" {

@@ -286,10 +286,19 @@ func (t Target) ldflags() string {
 	return strings.Join(append([]string{"-s", "-w"}, t.LDFlags...), " ")
 }
 
+// GCFlags is the -gcflags value of every build. The linker's -w drops the
+// DWARF the compiler writes, so the compiler need not write it: on a cold
+// build of etcd v3.6.8 (make bench-gobuild SIDES="dwarf nodwarf", 2 CPUs)
+// it cut the wall time 0.85 times and the CPU time 0.86 times. The
+// binaries are not byte-identical (the build ID and the recorded build
+// settings change, and with them the layout), so it is part of the output
+// hash.
+const GCFlags = "all=-dwarf=false"
+
 // args returns the go command's arguments for building into out (a
 // directory path ending in a separator).
 func (t Target) args(out string) []string {
-	args := []string{"build", "-mod=mod", "-trimpath", "-buildvcs=false", "-ldflags", t.ldflags()}
+	args := []string{"build", "-mod=mod", "-trimpath", "-buildvcs=false", "-gcflags", GCFlags, "-ldflags", t.ldflags()}
 	if len(t.Tags) > 0 {
 		args = append(args, "-tags", strings.Join(t.Tags, ","))
 	}
@@ -323,7 +332,7 @@ func (t Target) env() []string {
 // go.mod (which pins every module), packages and flags.
 func (t Target) outputHash(goVersion string, gomod []byte) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "gobuild/v1\n%s\n%s\n%q\n%q\n%t\n%q\n%s\n", goVersion, gomod, t.Packages, t.Tags, t.CGO, t.ldflags(), t.GOARCH)
+	fmt.Fprintf(h, "gobuild/v2\n%s\n%s\n%q\n%q\n%t\n%q\n%q\n%s\n", goVersion, gomod, t.Packages, t.Tags, t.CGO, GCFlags, t.ldflags(), t.GOARCH)
 	return hex.EncodeToString(h.Sum(nil))
 }
 

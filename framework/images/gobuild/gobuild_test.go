@@ -174,7 +174,7 @@ func TestTargetArgsAndHash(t *testing.T) {
 		LDFlags:  []string{"-X 'p.v=1'"},
 	}
 	args := tg.args("/out/")
-	want := []string{"build", "-mod=mod", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w -X 'p.v=1'", "-tags", "a,b", "-o", "/out/", "k8s.io/kubernetes/cmd/kubeadm"}
+	want := []string{"build", "-mod=mod", "-trimpath", "-buildvcs=false", "-gcflags", "all=-dwarf=false", "-ldflags", "-s -w -X 'p.v=1'", "-tags", "a,b", "-o", "/out/", "k8s.io/kubernetes/cmd/kubeadm"}
 	if !slices.Equal(args, want) {
 		t.Errorf("args = %q, want %q", args, want)
 	}

@@ -203,7 +203,7 @@ func (b *Builder) BuildLocal(ctx context.Context, t LocalTarget, sources map[str
 	}
 	tt := t.target()
 	h := sha256.New()
-	fmt.Fprintf(h, "gobuild/local-output/v1\n%s\n%q\n%q\n%t\n%q\n%s\n", goVersion, t.Packages, t.Tags, t.CGO, tt.ldflags(), t.GOARCH)
+	fmt.Fprintf(h, "gobuild/local-output/v2\n%s\n%q\n%q\n%t\n%q\n%q\n%s\n", goVersion, t.Packages, t.Tags, t.CGO, GCFlags, tt.ldflags(), t.GOARCH)
 	res := Result{Binaries: map[string]string{}}
 	names := map[string]string{}
 	for _, p := range t.Packages {
@@ -243,7 +243,7 @@ func (b *Builder) BuildLocal(ctx context.Context, t LocalTarget, sources map[str
 	}
 	// Not -mod=mod: the tree's go.mod and go.sum are used as they are, as
 	// a developer's own `go build` would.
-	args := []string{"build", "-trimpath", "-buildvcs=false", "-ldflags", tt.ldflags()}
+	args := []string{"build", "-trimpath", "-buildvcs=false", "-gcflags", GCFlags, "-ldflags", tt.ldflags()}
 	if len(t.Tags) > 0 {
 		args = append(args, "-tags", strings.Join(t.Tags, ","))
 	}
