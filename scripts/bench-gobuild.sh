@@ -57,11 +57,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # command_of SIDE DIR: the logged go build command of DIR, writing into
-# SIDE's bin folder, with SIDE's compiler flags.
+# SIDE's bin folder; dwarf and nodwarf first drop the logged -dwarf=false,
+# nodwarf then adds it back, so that the two differ in that flag only.
 command_of() {
   local log cmd
   log=$(ls -t "$2"/logs/*.log | head -1)
-  cmd=$(grep -m1 '^# go build ' "$log" | sed -e 's/^# //' -e "s| -o [^ ]* | -o $tmp/$1/bin/ |" -e "s/ -gcflags[ =]'\\{0,1\\}all=-dwarf=false'\\{0,1\\}//")
+  cmd=$(grep -m1 '^# go build ' "$log" | sed -e 's/^# //' -e "s| -o [^ ]* | -o $tmp/$1/bin/ |")
+  case $1 in
+    dwarf | nodwarf) cmd=$(sed -e "s/ -gcflags[ =]'\\{0,1\\}all=-dwarf=false'\\{0,1\\}//" <<<"$cmd") ;;
+  esac
   [[ $1 == nodwarf ]] && cmd=${cmd/#go build /go build -gcflags=all=-dwarf=false }
   echo "$cmd"
 }
@@ -106,9 +110,10 @@ label() {
   esac
 }
 
+builds=$(for d in "$@"; do basename "$d"; done | paste -sd' ')
 declare -A wall user sys
 for s in "${sides[@]}"; do
-  echo "bench-gobuild: $(label "$s"): $(for d in "$@"; do basename "$d"; done | paste -sd' ')" >&2
+  echo "bench-gobuild: $(label "$s"): $builds" >&2
   read -r wall[$s] user[$s] sys[$s] < <(measure run_side "$s" "$@")
   [[ -n $(ls -A "$tmp/$s/bin") ]] || { echo "bench-gobuild: side $s built nothing; see $out/$s-*.log" >&2; exit 1; }
 done
@@ -117,14 +122,14 @@ first=${sides[0]}
 {
   echo "# cold Go builds, $(date -u +%FT%TZ), $(nproc) CPUs, $(go env GOVERSION)"
   echo
-  echo "builds: $(for d in "$@"; do basename "$d"; done | paste -sd' ')"
+  echo "builds: $builds"
   echo
   echo "| side | wall | CPU user | CPU system | CPU total | wall / $first | CPU / $first |"
   echo "|---|---|---|---|---|---|---|"
   for s in "${sides[@]}"; do
     awk -v l="$(label "$s")" -v w="${wall[$s]}" -v u="${user[$s]}" -v s="${sys[$s]}" \
-      -v w0="${wall[$first]}" -v c0="$(awk -v a="${user[$first]}" -v b="${sys[$first]}" 'BEGIN{print a+b}')" \
-      'BEGIN{printf "| %s | %.1f s | %.1f s | %.1f s | %.1f s | %.2f | %.2f |\n", l, w, u, s, u+s, w/w0, (u+s)/c0}'
+      -v w0="${wall[$first]}" -v u0="${user[$first]}" -v s0="${sys[$first]}" \
+      'BEGIN{printf "| %s | %.1f s | %.1f s | %.1f s | %.1f s | %.2f | %.2f |\n", l, w, u, s, u+s, w/w0, (u+s)/(u0+s0)}'
   done
   if [[ -d $tmp/dwarf/bin && -d $tmp/nodwarf/bin ]]; then
     echo
