@@ -298,6 +298,20 @@ func (c *Config) CloudProviderExternal() bool {
 	return v == "external"
 }
 
+// VarStartupProbes says whether the harness adds a startup probe to the
+// providers' controllers (bootstrap.AddStartupProbes) in the clusterctl
+// repository it creates: "true" (the default of the harness's config) or
+// "false" (the components as the providers ship them). A clusterctl
+// config given to the suite (-e2e.clusterctl-config) is never amended.
+const VarStartupProbes = "PROVIDER_STARTUP_PROBES"
+
+// StartupProbes reports whether VarStartupProbes is "true"; unset is
+// false. Validate rejects other values.
+func (c *Config) StartupProbes() bool {
+	v, _ := c.LookupVariable(VarStartupProbes)
+	return v == "true"
+}
+
 // CloudControllerManagerDir is where the cloud-controller-manager's
 // module is (cloudprovider/ of the harness).
 func (c *Config) CloudControllerManagerDir() string {

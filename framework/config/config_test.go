@@ -95,6 +95,8 @@ func TestValidateNamesTheField(t *testing.T) {
 			"build.loadBalancer.image: \"kindest/haproxy\" is not an image reference with a tag"},
 		{"duplicate version", func(c *Config) { c.Build.Kubernetes[1].Version = "v1.36.3" },
 			"build.kubernetes[1].version: v1.36.3 is also build.kubernetes[0]"},
+		{"startup probes", func(c *Config) { c.Variables[VarStartupProbes] = "yes" },
+			`variables.PROVIDER_STARTUP_PROBES: "yes" is not "true"`},
 		{"management cluster", func(c *Config) { c.ManagementClusterName = "" },
 			"managementClusterName: required"},
 		{"load behavior", func(c *Config) { c.Images = []Image{{Name: "example.com/m:dev", LoadBehavior: "always"}} },

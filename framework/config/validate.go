@@ -468,6 +468,9 @@ func (c *Config) validateCrossChecks(e *errs) {
 	if v, ok := c.LookupVariable(VarCloudProvider); ok && v != "" && v != "external" {
 		e.add(field(VarCloudProvider), "%q is not \"external\" (the docker cloud-controller-manager) or \"\" (none: CAPD initialises Nodes)", v)
 	}
+	if v, ok := c.LookupVariable(VarStartupProbes); ok && v != "true" && v != "false" {
+		e.add(field(VarStartupProbes), "%q is not \"true\" (add a startup probe to the providers' controllers) or \"false\" (as shipped)", v)
+	}
 	if c.CloudProviderExternal() && c.Build.CloudControllerManager.Image == "" {
 		e.add("build.cloudControllerManager.image", "required: %s is \"external\"", VarCloudProvider)
 	}

@@ -329,6 +329,15 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 	}); err != nil {
 		return env, err
 	}
+	if in.ClusterctlConfigPath == "" && cfg.StartupProbes() {
+		if err := phase("add startup probes to the providers' controllers", func() error {
+			amended, err := bootstrap.AddStartupProbes(env.ClusterctlConfigPath)
+			log("setup: %s=true: a startup probe added to %d controllers: %s", config.VarStartupProbes, len(amended), strings.Join(amended, ", "))
+			return err
+		}); err != nil {
+			return env, err
+		}
+	}
 
 	kubeconfig := in.KubeconfigPath
 	if kubeconfig == "" {
