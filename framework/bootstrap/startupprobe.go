@@ -42,7 +42,7 @@ const (
 )
 
 // probeHandlers are the keys of a probe that say what it runs.
-var probeHandlers = []string{"httpGet", "tcpSocket", "grpc", "exec", "timeoutSeconds"}
+var probeHandlers = []string{"httpGet", "tcpSocket", "grpc", "exec"}
 
 // documentSeparator splits a multi-document YAML file.
 var documentSeparator = regexp.MustCompile(`(?m)^---[ \t]*$`)
@@ -192,12 +192,12 @@ func addStartupProbesToDeployment(obj map[string]any) []string {
 			"periodSeconds":    StartupProbePeriodSeconds,
 			"failureThreshold": StartupProbeFailureThreshold,
 		}
-		for _, k := range probeHandlers {
+		for _, k := range append(probeHandlers, "timeoutSeconds") {
 			if v, ok := readiness[k]; ok {
 				startup[k] = v
 			}
 		}
-		if !slices.ContainsFunc(probeHandlers[:4], func(k string) bool { return startup[k] != nil }) {
+		if !slices.ContainsFunc(probeHandlers, func(k string) bool { return startup[k] != nil }) {
 			continue // a readiness probe without a handler: leave it to the API server to refuse
 		}
 		container["startupProbe"] = startup

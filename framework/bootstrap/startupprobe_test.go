@@ -44,6 +44,11 @@ spec:
             port: healthz
       - name: sidecar
         image: busybox
+      - name: proxy
+        readinessProbe:
+          tcpSocket: {port: 8443}
+          timeoutSeconds: 3
+          periodSeconds: 20
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -67,7 +72,7 @@ func TestAddStartupProbesToComponents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"capd-system/capd-controller-manager/manager"}; !slices.Equal(amended, want) {
+	if want := []string{"capd-system/capd-controller-manager/manager", "capd-system/capd-controller-manager/proxy"}; !slices.Equal(amended, want) {
 		t.Errorf("amended %q, want %q", amended, want)
 	}
 	docs := splitDocuments(out)
@@ -97,6 +102,11 @@ func TestAddStartupProbesToComponents(t *testing.T) {
 	if d.Spec.Template.Spec.Containers[1].StartupProbe != nil {
 		t.Error("a container without a readiness probe got a startup probe")
 	}
+	// Another handler, and the readiness probe's timeout; not its period.
+	if sp := d.Spec.Template.Spec.Containers[2].StartupProbe; sp == nil || sp.TCPSocket == nil || sp.TCPSocket.Port.IntValue() != 8443 ||
+		sp.TimeoutSeconds != 3 || sp.PeriodSeconds != StartupProbePeriodSeconds {
+		t.Errorf("proxy's startup probe = %+v, want TCP 8443 with a 3 s timeout every %ds", sp, StartupProbePeriodSeconds)
+	}
 
 	// Amending again changes nothing: the probe is there now.
 	again, amended, err := AddStartupProbesToComponents(out)
@@ -113,7 +123,7 @@ func TestAddStartupProbesLeavesUnparsableDocuments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(amended) != 1 || !strings.HasPrefix(string(out), "kind: Deployment\nspec: [\n---\n") {
+	if len(amended) != 2 || !strings.HasPrefix(string(out), "kind: Deployment\nspec: [\n---\n") {
 		t.Errorf("amended %q; out:\n%s", amended, out)
 	}
 }
@@ -145,8 +155,8 @@ func TestAddStartupProbesRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(amended) != 2 {
-		t.Fatalf("amended %q, want the manager in each of the two versions", amended)
+	if len(amended) != 4 {
+		t.Fatalf("amended %q, want the manager and the proxy in each of the two versions", amended)
 	}
 	for _, v := range []string{"v1.14.1", "v1.14.2"} {
 		b, _ := os.ReadFile(filepath.Join(repo, "infrastructure-docker", v, "components.yaml"))
