@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
@@ -131,32 +132,27 @@ func AddStartupProbesToComponents(data []byte) ([]byte, []string, error) {
 	var amended []string
 	changed := false
 	for i, doc := range docs {
-		var head struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Name      string `json:"name"`
-				Namespace string `json:"namespace"`
-			} `json:"metadata"`
-		}
-		if err := yaml.Unmarshal(doc, &head); err != nil || head.Kind != "Deployment" {
-			continue
-		}
 		var obj map[string]any
 		if err := yaml.Unmarshal(doc, &obj); err != nil {
-			return nil, nil, fmt.Errorf("deployment %s/%s: %w", head.Metadata.Namespace, head.Metadata.Name, err)
+			continue
 		}
+		if kind, _, _ := unstructured.NestedString(obj, "kind"); kind != "Deployment" {
+			continue
+		}
+		name, _, _ := unstructured.NestedString(obj, "metadata", "name")
+		namespace, _, _ := unstructured.NestedString(obj, "metadata", "namespace")
 		names := addStartupProbesToDeployment(obj)
 		if len(names) == 0 {
 			continue
 		}
 		out, err := yaml.Marshal(obj)
 		if err != nil {
-			return nil, nil, fmt.Errorf("deployment %s/%s: %w", head.Metadata.Namespace, head.Metadata.Name, err)
+			return nil, nil, fmt.Errorf("deployment %s/%s: %w", namespace, name, err)
 		}
 		docs[i] = append([]byte("\n"), out...)
 		changed = true
 		for _, n := range names {
-			amended = append(amended, head.Metadata.Namespace+"/"+head.Metadata.Name+"/"+n)
+			amended = append(amended, namespace+"/"+name+"/"+n)
 		}
 	}
 	if !changed {
@@ -180,7 +176,8 @@ func splitDocuments(data []byte) [][]byte {
 // addStartupProbesToDeployment adds the startup probes to obj, a
 // Deployment, and returns the names of the containers it amended.
 func addStartupProbesToDeployment(obj map[string]any) []string {
-	containers, _ := nested(obj, "spec", "template", "spec")["containers"].([]any)
+	field, _, _ := unstructured.NestedFieldNoCopy(obj, "spec", "template", "spec", "containers")
+	containers, _ := field.([]any)
 	var names []string
 	for _, c := range containers {
 		container, _ := c.(map[string]any)
@@ -205,16 +202,4 @@ func addStartupProbesToDeployment(obj map[string]any) []string {
 		names = append(names, name)
 	}
 	return names
-}
-
-// nested returns the map at path in obj, or nil.
-func nested(obj map[string]any, path ...string) map[string]any {
-	for _, k := range path {
-		next, _ := obj[k].(map[string]any)
-		if next == nil {
-			return nil
-		}
-		obj = next
-	}
-	return obj
 }
