@@ -8,7 +8,9 @@
 #
 # For every workload cluster of a run, results.md also tells when KCP's
 # cluster cache tried to connect to it against when its API server started
-# (see connections): the step "control plane initialized" waits on.
+# (see connections): the step "control plane initialized" waits on; and,
+# for every machine, when its kube-router peered with the others (see
+# peerings): the step a worker's pods wait on to reach the other nodes'.
 #
 # With BEFORE_REF (a commit), the PR job also runs from that commit, in a git
 # worktree, on the same images (the suite checks images by name), so that
@@ -105,6 +107,41 @@ connections() {
   done
 }
 
+# peerings DIR: for each machine of each workload cluster, when its kubelet
+# registered the Node, when its kube-router started, and when that
+# kube-router added each BGP peer and brought the session up. Until a
+# session is up, pods on the two nodes cannot reach each other: the
+# LoadBalancer check's traffic enters at a worker and goes to a pod that
+# may run on the control plane. kube-router peers with a node at the Node's
+# add event only if it has an address then, which with an external cloud
+# provider it has not (the cloud-controller-manager gives it one), so the
+# peer comes at kube-router's next periodic sync (--routes-sync-period,
+# render.KubeRouterRoutesSyncPeriod); GoBGP then waits a random 5-10 s
+# before its first connect (minConnectRetryInterval, no flag). Times UTC.
+peerings() {
+  local dir=$1 cl m base name reg kr ip peers
+  echo
+  echo '| cluster | machine (its IP) | Node registered | kube-router started | peers added (peer IP at) | sessions up (peer IP at) |'
+  echo '|---|---|---|---|---|---|'
+  for cl in "$dir"/clusters/*/ "$dir"/comparison/upstream-quick-start/clusters/*/; do
+    base=$(basename "$cl") name=$base
+    [[ $base != bootstrap && -d $cl/machines ]] || continue
+    [[ $cl == */upstream-quick-start/* ]] && name="$base (upstream's spec)"
+    for m in "$cl"/machines/*/; do
+      reg=$(grep -F 'Successfully registered node' "$m/kubelet.log" 2>/dev/null |
+        awk '{ print substr($3, 1, 10); exit }' || true)
+      kr=$(ls "$m"/pods/kube-system_kube-router-*/kube-router/*.log 2>/dev/null | head -1 || true)
+      ip=$(jq -r '[.NetworkSettings.Networks[]?.IPAddress | select(. != "")] | first // empty' "$m/inspect.json" 2>/dev/null || true)
+      peers() { # <msg>: "<peer IP> <time>" for each kube-router line with that msg
+        [[ -n $kr ]] && grep -F "msg=\"$1\"" "$kr" | sed -nE 's/^[0-9-]+T([0-9:]+\.[0-9]).* Key=([^ ]+).*/\2 \1/p' | paste -sd ';' - || true
+      }
+      printf '| %s | %s (%s) | %s | %s | %s | %s |\n' "$name" "$(basename "$m")" "${ip:-?}" "${reg:-?}" \
+        "$([[ -n $kr ]] && sed -nE '1s/^[0-9-]+T([0-9:]+\.[0-9]).*/\1/p' "$kr" || echo '?')" \
+        "$(peers 'Add a peer configuration')" "$(peers 'Peer Up')"
+    done
+  done
+}
+
 # report NAME: the suite time, setup phases and test cases of a run.
 report() {
   local name=$1
@@ -133,6 +170,7 @@ report() {
     echo '```'
   done
   connections "$out/$name"
+  peerings "$out/$name"
   for f in "$out/$name"/comparison/log-collectors/*/comparison.txt; do
     [[ -f $f ]] || continue
     echo
