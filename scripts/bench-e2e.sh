@@ -117,12 +117,16 @@ connections() {
 # provider it has not (the cloud-controller-manager gives it one), so the
 # peer comes at kube-router's next periodic sync (--routes-sync-period,
 # render.KubeRouterRoutesSyncPeriod); GoBGP then waits a random 5-10 s
-# before its first connect (minConnectRetryInterval, no flag). Times UTC.
+# before its first connect (minConnectRetryInterval, no flag), and a
+# connect from a node the other side has not added yet is refused (logged
+# by the refusing side); the refused side tries again only after GoBGP's
+# connect-retry (120 s), so the session waits for the other's connect.
+# Times UTC.
 peerings() {
   local dir=$1 cl m base name reg kr ip peers
   echo
-  echo '| cluster | machine (its IP) | Node registered | kube-router started | peers added (peer IP at) | sessions up (peer IP at) |'
-  echo '|---|---|---|---|---|---|'
+  echo '| cluster | machine (its IP) | Node registered | kube-router started | peers added (peer IP at) | connects refused (peer IP at) | sessions up (peer IP at) |'
+  echo '|---|---|---|---|---|---|---|'
   for cl in "$dir"/clusters/*/ "$dir"/comparison/upstream-quick-start/clusters/*/; do
     base=$(basename "$cl") name=$base
     [[ $base != bootstrap && -d $cl/machines ]] || continue
@@ -135,9 +139,9 @@ peerings() {
       peers() { # <msg>: "<peer IP> <time>" for each kube-router line with that msg
         [[ -n $kr ]] && grep -F "msg=\"$1\"" "$kr" | sed -nE 's/^[0-9-]+T([0-9:]+\.[0-9]).* Key=([^ ]+).*/\2 \1/p' | paste -sd ';' - || true
       }
-      printf '| %s | %s (%s) | %s | %s | %s | %s |\n' "$name" "$(basename "$m")" "${ip:-?}" "${reg:-?}" \
+      printf '| %s | %s (%s) | %s | %s | %s | %s | %s |\n' "$name" "$(basename "$m")" "${ip:-?}" "${reg:-?}" \
         "$([[ -n $kr ]] && sed -nE '1s/^[0-9-]+T([0-9:]+\.[0-9]).*/\1/p' "$kr" || echo '?')" \
-        "$(peers 'Add a peer configuration')" "$(peers 'Peer Up')"
+        "$(peers 'Add a peer configuration')" "$(peers "Can't find configuration for a new passive connection")" "$(peers 'Peer Up')"
     done
   done
 }
