@@ -123,7 +123,7 @@ connections() {
 # connect-retry (120 s), so the session waits for the other's connect.
 # Times UTC.
 peerings() {
-  local dir=$1 cl m base name reg kr ip peers
+  local dir=$1 cl m base name reg kr ip
   echo
   echo '| cluster | machine (its IP) | Node registered | kube-router started | peers added (peer IP at) | connects refused (peer IP at) | sessions up (peer IP at) |'
   echo '|---|---|---|---|---|---|---|'
@@ -136,14 +136,19 @@ peerings() {
         awk '{ print substr($3, 1, 10); exit }' || true)
       kr=$(ls "$m"/pods/kube-system_kube-router-*/kube-router/*.log 2>/dev/null | head -1 || true)
       ip=$(jq -r '[.NetworkSettings.Networks[]?.IPAddress | select(. != "")] | first // empty' "$m/inspect.json" 2>/dev/null || true)
-      peers() { # <msg>: "<peer IP> <time>" for each kube-router line with that msg
-        [[ -n $kr ]] && grep -F "msg=\"$1\"" "$kr" | sed -nE 's/^[0-9-]+T([0-9:]+\.[0-9]).* Key=([^ ]+).*/\2 \1/p' | paste -sd ';' - || true
-      }
       printf '| %s | %s (%s) | %s | %s | %s | %s | %s |\n' "$name" "$(basename "$m")" "${ip:-?}" "${reg:-?}" \
         "$([[ -n $kr ]] && sed -nE '1s/^[0-9-]+T([0-9:]+\.[0-9]).*/\1/p' "$kr" || echo '?')" \
-        "$(peers 'Add a peer configuration')" "$(peers "Can't find configuration for a new passive connection")" "$(peers 'Peer Up')"
+        "$(gobgp_events "$kr" 'Add a peer configuration')" \
+        "$(gobgp_events "$kr" "Can't find configuration for a new passive connection")" "$(gobgp_events "$kr" 'Peer Up')"
     done
   done
+}
+
+# gobgp_events LOG MSG: "<peer IP> <time>" for each line of kube-router's
+# LOG (none if empty) where GoBGP logged MSG, joined by ';'.
+gobgp_events() {
+  [[ -n $1 ]] || return 0
+  grep -F "msg=\"$2\"" "$1" | sed -nE 's/^[0-9-]+T([0-9:]+\.[0-9]).* Key=([^ ]+).*/\2 \1/p' | paste -sd ';' - || true
 }
 
 # report NAME: the suite time, setup phases and test cases of a run.
