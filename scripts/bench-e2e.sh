@@ -61,6 +61,22 @@ suite() {
   fi
 }
 
+# workload_clusters DIR: "<folder>|<name for the tables>" for each workload
+# cluster whose logs a run collected: ours under clusters/, upstream's
+# spec's under comparison/upstream-quick-start/clusters/.
+workload_clusters() {
+  local cl base
+  for cl in "$1"/clusters/*/ "$1"/comparison/upstream-quick-start/clusters/*/; do
+    base=$(basename "$cl")
+    [[ $base != bootstrap && -d $cl/machines ]] || continue
+    if [[ $cl == */upstream-quick-start/* ]]; then
+      echo "$cl|$base (upstream's spec)"
+    else
+      echo "$cl|$base"
+    fi
+  done
+}
+
 # connections DIR: for each workload cluster of a run, when KCP's cluster
 # cache tried to connect to it and with what result, against when its first
 # kube-apiserver logged "Serving securely". CAPI's cluster cache retries a
@@ -81,10 +97,8 @@ connections() {
   echo
   echo '| cluster | KCP cluster-cache connection attempts (logged as each ends) | kubeadm init run | etcd first log line | first kube-apiserver "Serving securely" | kubelet pod cgroup errors | wait for control plane initialized |'
   echo '|---|---|---|---|---|---|---|'
-  for cl in "$dir"/clusters/*/ "$dir"/comparison/upstream-quick-start/clusters/*/; do
-    base=$(basename "$cl") name=$base
-    [[ $base != bootstrap && -d $cl/machines ]] || continue
-    [[ $cl == */upstream-quick-start/* ]] && name="$base (upstream's spec)"
+  while IFS='|' read -r cl name; do
+    base=$(basename "$cl")
     wait=$(sed -nE 's/^ *\+[^ ]+ +([^ ]+) +[a-z]+ +wait for control plane initialized$/\1/p' "$cl/summary.txt" 2>/dev/null || true)
     api=$(cat "$cl"/machines/*control-plane*/pods/kube-system_kube-apiserver-*/*/*.log 2>/dev/null |
       sed -nE 's/^[0-9-]+T([0-9:]+\.[0-9])[0-9]*Z .*Serving securely.*/\1/p' | sort | head -1 || true)
@@ -104,7 +118,7 @@ connections() {
           printf "%s%s %s", (n++ ? "; " : ""), t, r
         }')" \
       "${init:-?}" "${etcd:-?}" "${api:-?}" "${cgroup:-none}" "${wait:--}"
-  done
+  done < <(workload_clusters "$dir")
 }
 
 # peerings DIR: for each machine of each workload cluster, when its kubelet
@@ -127,10 +141,8 @@ peerings() {
   echo
   echo '| cluster | machine (its IP) | Node registered | kube-router started | peers added (peer IP at) | connects refused (peer IP at) | sessions up (peer IP at) |'
   echo '|---|---|---|---|---|---|---|'
-  for cl in "$dir"/clusters/*/ "$dir"/comparison/upstream-quick-start/clusters/*/; do
-    base=$(basename "$cl") name=$base
-    [[ $base != bootstrap && -d $cl/machines ]] || continue
-    [[ $cl == */upstream-quick-start/* ]] && name="$base (upstream's spec)"
+  while IFS='|' read -r cl name; do
+    base=$(basename "$cl")
     for m in "$cl"/machines/*/; do
       reg=$(grep -F 'Successfully registered node' "$m/kubelet.log" 2>/dev/null |
         awk '{ print substr($3, 1, 10); exit }' || true)
@@ -141,7 +153,7 @@ peerings() {
         "$(gobgp_events "$kr" 'Add a peer configuration')" \
         "$(gobgp_events "$kr" "Can't find configuration for a new passive connection")" "$(gobgp_events "$kr" 'Peer Up')"
     done
-  done
+  done < <(workload_clusters "$dir")
 }
 
 # gobgp_events LOG MSG: "<peer IP> <time>" for each line of kube-router's
