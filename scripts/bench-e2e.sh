@@ -124,9 +124,9 @@ connections() {
 # peerings DIR: for each machine of each workload cluster, when its kubelet
 # registered the Node, when its kube-router started, and when that
 # kube-router added each BGP peer and brought the session up. Until a
-# session is up, pods on the two nodes cannot reach each other: the
-# LoadBalancer check's traffic enters at a worker and goes to a pod that
-# may run on the control plane. kube-router peers with a node at the Node's
+# session is up, pods on the two nodes cannot reach each other (the
+# LoadBalancer check does not wait on it: its pod runs on a node that can
+# back the load balancer, where haproxy's traffic enters). kube-router peers with a node at the Node's
 # add event only if it has an address then, which with an external cloud
 # provider it has not (the cloud-controller-manager gives it one), so the
 # peer comes at kube-router's next periodic sync (--routes-sync-period,
@@ -137,12 +137,11 @@ connections() {
 # connect-retry (120 s), so the session waits for the other's connect.
 # Times UTC.
 peerings() {
-  local dir=$1 cl m base name reg kr ip
+  local dir=$1 cl m name reg kr ip
   echo
   echo '| cluster | machine (its IP) | Node registered | kube-router started | peers added (peer IP at) | connects refused (peer IP at) | sessions up (peer IP at) |'
   echo '|---|---|---|---|---|---|---|'
   while IFS='|' read -r cl name; do
-    base=$(basename "$cl")
     for m in "$cl"/machines/*/; do
       reg=$(grep -F 'Successfully registered node' "$m/kubelet.log" 2>/dev/null |
         awk '{ print substr($3, 1, 10); exit }' || true)
