@@ -9,7 +9,7 @@ GINKGO_LABEL_FILTER ?= PR-Blocking && !comparison
 GINKGO_NODES ?= 1
 export GINKGO_FOCUS GINKGO_SKIP GINKGO_LABEL_FILTER GINKGO_NODES
 
-.PHONY: test test-podman lint bench bench-boot bench-e2e bench-gobuild bench-images bench-scale images test-images test-e2e test-examples test-registry test-faults clean-e2e
+.PHONY: test test-podman lint bench bench-boot bench-e2e bench-lb bench-gobuild bench-images bench-scale images test-images test-e2e test-examples test-registry test-faults clean-e2e
 
 test: ## Unit and integration tests (needs a Docker-API engine).
 	scripts/test.sh
@@ -34,6 +34,10 @@ bench-gobuild: ## Cold Go builds side by side (SIDES: sequential at-once gogc dw
 
 bench-e2e: ## The PR job's suite time and setup phases (BEFORE_REF=<commit>: also from that commit, same images), and our quick-start vs upstream's.
 	scripts/bench-e2e.sh
+
+bench-lb: ## A node that starts serving: time to traffic through the cloud provider's load balancer, its check timing vs haproxy's defaults (ten rounds, about 2 minutes).
+	IMAGES_ONLY=haproxy scripts/images.sh
+	cd cloudprovider && go test -count=1 -run '^$$' -bench '^BenchmarkIntegrationLoadBalancerNodeUp$$' -benchtime $${BENCH_N:-10}x ./docker/
 
 bench-scale: ## One quick-start alone, then three at once (GINKGO_NODES=3): wall times, memory per machine (about 10 minutes); BENCH_SCALE_BEYOND="5 7": more at once until a run fails.
 	scripts/bench-scale.sh

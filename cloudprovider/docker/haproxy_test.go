@@ -19,6 +19,7 @@ defaults
   timeout connect 5s
   timeout client 50s
   timeout server 50s
+  default-server inter 2s fastinter 500ms downinter 500ms
 `
 
 func TestRenderOnePortOneNode(t *testing.T) {

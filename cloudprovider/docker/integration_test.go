@@ -33,7 +33,7 @@ type itEnv struct {
 	image   string
 }
 
-func newITEnv(t *testing.T) *itEnv {
+func newITEnv(t testing.TB) *itEnv {
 	t.Helper()
 	rt := testengine.Runtime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -67,7 +67,7 @@ func newITEnv(t *testing.T) *itEnv {
 }
 
 // machine runs a container that looks like a CAPD machine of cluster.
-func (e *itEnv) machine(t *testing.T, name, clusterName, role string, labels map[string]string, mutate func(*runtime.ContainerSpec)) string {
+func (e *itEnv) machine(t testing.TB, name, clusterName, role string, labels map[string]string, mutate func(*runtime.ContainerSpec)) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -88,7 +88,7 @@ func (e *itEnv) machine(t *testing.T, name, clusterName, role string, labels map
 	return name
 }
 
-func (e *itEnv) cloud(t *testing.T) *docker.Cloud {
+func (e *itEnv) cloud(t testing.TB) *docker.Cloud {
 	t.Helper()
 	cloud, err := docker.New(docker.Config{Runtime: e.rt, ClusterName: e.cluster, Network: e.network, RunID: e.runID})
 	if err != nil {
