@@ -91,20 +91,28 @@ func BenchmarkIntegrationLoadBalancerNodeUp(b *testing.B) {
 		return &side{name: name, container: docker.LoadBalancerContainerName(env.cluster, svc.UID), url: "http://" + st.Ingress[0].IP + ":80/"}
 	}
 	rendered, defaults := newSide("rendered", "00000001"), newSide("defaults", "00000002")
-	if out, err := runtime.Output(ctx, env.rt, defaults.container, "sh", "-c",
-		"grep -q '^  default-server ' "+docker.HAProxyConfigPath+" && sed -i '/^  default-server /d' "+docker.HAProxyConfigPath+" && kill -HUP 1"); err != nil {
-		b.Fatalf("removing default-server from %s's configuration: %v: %s", defaults.container, err, out)
-	}
 	sides := []*side{rendered, defaults}
 
-	// downs counts the "is DOWN" lines haproxy logged for the node's server.
-	downs := func(s *side) int {
+	// logged counts the lines of s's haproxy log that hold text.
+	logged := func(s *side, text string) int {
 		var logs strings.Builder
 		if err := env.rt.Logs(ctx, s.container, &logs, &logs); err != nil {
 			b.Fatal(err)
 		}
-		return strings.Count(logs.String(), "/"+node+" is DOWN")
+		return strings.Count(logs.String(), text)
 	}
+	const loaded = "Loading success." // haproxy's master, at each reload
+	reloads := logged(defaults, loaded)
+	if out, err := runtime.Output(ctx, env.rt, defaults.container, "sh", "-c",
+		"grep -q '^  default-server ' "+docker.HAProxyConfigPath+" && sed -i '/^  default-server /d' "+docker.HAProxyConfigPath+" && kill -HUP 1"); err != nil {
+		b.Fatalf("removing default-server from %s's configuration: %v: %s", defaults.container, err, out)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return logged(defaults, loaded) > reloads, nil
+	}); err != nil {
+		b.Fatalf("%s did not reload its configuration without default-server: %v", defaults.container, err)
+	}
+	downs := func(s *side) int { return logged(s, "/"+node+" is DOWN") }
 	// A new connection every time: an answer must come through the node now.
 	hc := &http.Client{Timeout: 500 * time.Millisecond, Transport: &http.Transport{DisableKeepAlives: true}}
 	answers := func(url string) bool {
