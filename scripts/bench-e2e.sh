@@ -126,10 +126,10 @@ connections() {
 # kube-router added each BGP peer and brought the session up. Until a
 # session is up, pods on the two nodes cannot reach each other (the
 # LoadBalancer check does not wait on it: its pod runs on a node that can
-# back the load balancer, where haproxy's traffic enters). kube-router peers with a node at the Node's
-# add event only if it has an address then, which with an external cloud
-# provider it has not (the cloud-controller-manager gives it one), so the
-# peer comes at kube-router's next periodic sync (--routes-sync-period,
+# back the load balancer, where haproxy's traffic enters). kube-router
+# peers with a node at the Node's add event only if it has an address
+# then, which with an external cloud provider it has not (the
+# cloud-controller-manager gives it one), so the peer comes at kube-router's next periodic sync (--routes-sync-period,
 # render.KubeRouterRoutesSyncPeriod); GoBGP then waits a random 5-10 s
 # before its first connect (minConnectRetryInterval, no flag), and a
 # connect from a node the other side has not added yet is refused (logged

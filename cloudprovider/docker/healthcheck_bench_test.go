@@ -2,7 +2,6 @@ package docker_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/cloud-provider/api"
 
 	"github.com/capd-e2e/capd-e2e/cloudprovider/docker"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
@@ -75,18 +73,9 @@ func BenchmarkIntegrationLoadBalancerNodeUp(b *testing.B) {
 		svc := service(tcp(80, nodePort))
 		svc.Name = "web-" + name
 		svc.UID = types.UID(uidPrefix + "-0000-4000-8000-" + env.runID)
-		var st *v1.LoadBalancerStatus
-		err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
-			var err error
-			st, err = lb.EnsureLoadBalancer(ctx, env.cluster, svc, []*v1.Node{k8sNode})
-			var retry *api.RetryError
-			if errors.As(err, &retry) {
-				return false, nil
-			}
-			return err == nil, err
-		})
-		if err != nil || len(st.Ingress) != 1 {
-			b.Fatalf("EnsureLoadBalancer for %s: %+v, %v", name, st, err)
+		st := ensureLoadBalancer(ctx, b, lb, env.cluster, svc, []*v1.Node{k8sNode})
+		if len(st.Ingress) != 1 {
+			b.Fatalf("EnsureLoadBalancer for %s: status %+v", name, st)
 		}
 		return &side{name: name, container: docker.LoadBalancerContainerName(env.cluster, svc.UID), url: "http://" + st.Ingress[0].IP + ":80/"}
 	}
@@ -115,21 +104,22 @@ func BenchmarkIntegrationLoadBalancerNodeUp(b *testing.B) {
 	downs := func(s *side) int { return logged(s, "/"+node+" is DOWN") }
 	// A new connection every time: an answer must come through the node now.
 	hc := &http.Client{Timeout: 500 * time.Millisecond, Transport: &http.Transport{DisableKeepAlives: true}}
-	answers := func(url string) bool {
-		resp, err := hc.Get(url)
-		if err != nil {
-			return false
-		}
-		defer resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
+	// untilAnswers polls s's address every 50 ms until it answers 200.
+	untilAnswers := func(s *side) error {
+		return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+			resp, err := hc.Get(s.url)
+			if err != nil {
+				return false, nil
+			}
+			defer resp.Body.Close()
+			return resp.StatusCode == http.StatusOK, nil
+		})
 	}
 
 	// Every round starts with the node up behind both load balancers.
 	serve(true)
 	for _, s := range sides {
-		if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-			return answers(s.url), nil
-		}); err != nil {
+		if err := untilAnswers(s); err != nil {
 			b.Fatalf("%s never answered: %v", s.name, err)
 		}
 	}
@@ -154,10 +144,7 @@ func BenchmarkIntegrationLoadBalancerNodeUp(b *testing.B) {
 		var wg sync.WaitGroup
 		for _, s := range sides {
 			wg.Go(func() {
-				err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-					return answers(s.url), nil
-				})
-				if err != nil {
+				if err := untilAnswers(s); err != nil {
 					b.Errorf("round %d: %s: no answer: %v", i+1, s.name, err)
 				}
 				s.took = append(s.took, time.Since(start))

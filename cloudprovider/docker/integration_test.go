@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 
 	"github.com/capd-e2e/capd-e2e/cloudprovider/docker"
@@ -95,6 +96,27 @@ func (e *itEnv) cloud(t testing.TB) *docker.Cloud {
 		t.Fatal(err)
 	}
 	return cloud
+}
+
+// ensureLoadBalancer calls lb.EnsureLoadBalancer until it no longer asks
+// to be retried (haproxy not yet listening), for up to a minute.
+func ensureLoadBalancer(ctx context.Context, t testing.TB, lb cloudprovider.LoadBalancer, cluster string, svc *v1.Service, nodes []*v1.Node) *v1.LoadBalancerStatus {
+	t.Helper()
+	var st *v1.LoadBalancerStatus
+	err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var err error
+		st, err = lb.EnsureLoadBalancer(ctx, cluster, svc, nodes)
+		var retry *api.RetryError
+		if errors.As(err, &retry) {
+			t.Logf("not yet: %v", err)
+			return false, nil
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		t.Fatalf("EnsureLoadBalancer: %v", err)
+	}
+	return st
 }
 
 func TestIntegrationInstances(t *testing.T) {
@@ -214,21 +236,7 @@ func TestIntegrationLoadBalancer(t *testing.T) {
 
 	ensure := func(nodes ...*v1.Node) *v1.LoadBalancerStatus {
 		t.Helper()
-		var st *v1.LoadBalancerStatus
-		err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
-			var err error
-			st, err = lb.EnsureLoadBalancer(ctx, env.cluster, svc, nodes)
-			var retry *api.RetryError
-			if errors.As(err, &retry) {
-				t.Logf("not yet: %v", err)
-				return false, nil
-			}
-			return err == nil, err
-		})
-		if err != nil {
-			t.Fatalf("EnsureLoadBalancer: %v", err)
-		}
-		return st
+		return ensureLoadBalancer(ctx, t, lb, env.cluster, svc, nodes)
 	}
 	// responders returns which nodes answered 10 requests to the ingress IP.
 	responders := func(ip string) map[string]bool {
