@@ -29,7 +29,7 @@ bench-boot: ## A machine from docker create to a running containerd, per node im
 bench-images: ## Cold `make images` measured both ways in one run: one step at a time, then in parallel (38 minutes on 2 cores).
 	scripts/bench-images.sh
 
-bench-gobuild: ## Cold Go builds side by side (SIDES: sequential at-once gogc dwarf nodwarf): wall and CPU of each (after make images).
+bench-gobuild: ## Cold Go builds side by side (SIDES: sequential at-once gogc dwarf nodwarf tags notags): wall and CPU of each (after make images).
 	scripts/bench-gobuild.sh
 
 bench-e2e: ## The PR job's suite time and setup phases (BEFORE_REF=<commit>: also from that commit, same images), and our quick-start vs upstream's.

@@ -14,6 +14,10 @@
 #               linked with -s -w, which drops DWARF, so the compiler's is
 #               wasted work. When both dwarf and nodwarf run, their binaries
 #               are compared byte for byte.
+#   tags        as gogc, with -tags BENCH_TAGS (default Kubernetes' release
+#               tags, selinux,notest,grpcnotrace) in place of any logged ones
+#   notags      as gogc, without -tags. When both tags and notags run, their
+#               binaries' sizes are listed side by side.
 # Ratios are against the first side.
 #
 # Usage: scripts/bench-gobuild.sh [WRAPPER_DIR [WRAPPER_DIR]]
@@ -30,12 +34,13 @@ cd "$(dirname "$0")/.."
 
 cache=${CAPD_E2E_GOBUILD_CACHE:-$HOME/.cache/capd-e2e/gobuild}
 gogc=${BENCH_GOGC:-400}
+tags=${BENCH_TAGS:-selinux,notest,grpcnotrace}
 read -r -a sides <<<"${SIDES:-sequential at-once gogc}"
 ((${#sides[@]} > 0)) || { echo "bench-gobuild: SIDES is empty" >&2; exit 2; }
 for s in "${sides[@]}"; do
   case $s in
-    sequential | at-once | gogc | dwarf | nodwarf) ;;
-    *) echo "bench-gobuild: unknown side $s in SIDES (sequential, at-once, gogc, dwarf, nodwarf)" >&2; exit 2 ;;
+    sequential | at-once | gogc | dwarf | nodwarf | tags | notags) ;;
+    *) echo "bench-gobuild: unknown side $s in SIDES (sequential, at-once, gogc, dwarf, nodwarf, tags, notags)" >&2; exit 2 ;;
   esac
 done
 if (($# == 0)); then
@@ -58,15 +63,18 @@ trap 'rm -rf "$tmp"' EXIT
 
 # command_of SIDE DIR: the logged go build command of DIR, writing into
 # SIDE's bin folder; dwarf and nodwarf first drop the logged -dwarf=false,
-# nodwarf then adds it back, so that the two differ in that flag only.
+# nodwarf then adds it back, so that the two differ in that flag only; tags
+# and notags drop the logged -tags, tags then adds BENCH_TAGS.
 command_of() {
   local log cmd
   log=$(ls -t "$2"/logs/*.log | head -1)
   cmd=$(grep -m1 '^# go build ' "$log" | sed -e 's/^# //' -e "s| -o [^ ]* | -o $tmp/$1/bin/ |")
   case $1 in
     dwarf | nodwarf) cmd=$(sed -e "s/ -gcflags[ =]'\\{0,1\\}all=-dwarf=false'\\{0,1\\}//" <<<"$cmd") ;;
+    tags | notags) cmd=$(sed -e "s/ -tags[ =][^ ]*//" <<<"$cmd") ;;
   esac
   [[ $1 == nodwarf ]] && cmd=${cmd/#go build /go build -gcflags=all=-dwarf=false }
+  [[ $1 == tags ]] && cmd=${cmd/#go build /go build -tags=$tags }
   echo "$cmd"
 }
 
@@ -107,6 +115,8 @@ label() {
     gogc) echo "one after the other, GOGC=$gogc" ;;
     dwarf) echo "GOGC=$gogc, compiler DWARF on" ;;
     nodwarf) echo "GOGC=$gogc, -gcflags=all=-dwarf=false" ;;
+    tags) echo "GOGC=$gogc, -tags=$tags" ;;
+    notags) echo "GOGC=$gogc, no build tags" ;;
   esac
 }
 
@@ -142,6 +152,15 @@ first=${sides[0]}
       else
         echo "- $(basename "$f"): DIFFERENT ($a vs $b; $(stat -c %s "$f") vs $(stat -c %s "$tmp/nodwarf/bin/$(basename "$f")") bytes)"
       fi
+    done
+  fi
+  if [[ -d $tmp/tags/bin && -d $tmp/notags/bin ]]; then
+    echo
+    echo "binaries, -tags=$tags vs no tags (bytes):"
+    for f in "$tmp"/tags/bin/*; do
+      a=$(stat -c %s "$f")
+      b=$(stat -c %s "$tmp/notags/bin/$(basename "$f")")
+      awk -v n="$(basename "$f")" -v a="$a" -v b="$b" 'BEGIN{printf "- %s: %d vs %d (%.2f)\n", n, a, b, a/b}'
     done
   fi
 } >"$out/results.md"
