@@ -84,6 +84,16 @@ func KubernetesLDFlags(src Source) []string {
 	return out
 }
 
+// KubernetesTags are the build tags of k8s.io/kubernetes' release builds
+// (hack/lib/golang.sh, when DBG is not set): selinux, notest and
+// grpcnotrace. notest leaves out apimachinery's fuzzing helpers, and
+// grpcnotrace keeps gRPC from importing golang.org/x/net/trace, whose
+// html/template use of reflect's MethodByName stops the linker from
+// dropping unused methods. Kubernetes checks that its server binaries keep
+// that dead code elimination (hack/verify-deadcode-elimination.sh); without
+// the tags they are larger than released ones and take longer to link.
+var KubernetesTags = []string{"selinux", "notest", "grpcnotrace"}
+
 // ClusterAPILDFlags are the settings of Cluster API's
 // hack/scripts/release/version.sh, in sigs.k8s.io/cluster-api/version (used
 // by the core, kubeadm and CAPD managers alike).
@@ -106,6 +116,10 @@ func ClusterAPILDFlags(src Source) []string {
 func EtcdLDFlags(src Source) []string {
 	return LDFlagsX(Setting{"go.etcd.io/etcd/api/v3/version", "GitSHA", shortCommit(src.Commit)})
 }
+
+// CoreDNSTags are the build tags of CoreDNS' Makefile (its GOTAGS default):
+// grpcnotrace, for the reason given at KubernetesTags.
+var CoreDNSTags = []string{"grpcnotrace"}
 
 // CoreDNSLDFlags sets github.com/coredns/coredns/coremain.GitCommit, as
 // CoreDNS' Makefile does (CoreVersion is a constant).

@@ -102,8 +102,8 @@ func SharedBuild(s plan.Step) string {
 }
 
 // Kubernetes builds every binary of KubernetesBinaries of module
-// (k8s.io/kubernetes, or a fork) at version, with the version settings of
-// Kubernetes' own build, and returns their paths by name. Results are
+// (k8s.io/kubernetes, or a fork) at version, with the version settings and
+// build tags of Kubernetes' own release build, and returns their paths by name. Results are
 // cached (see gobuild.Builder): node image builders call this for kubeadm,
 // kubelet and kubectl and get the binaries the component images were built
 // with, without compiling again.
@@ -125,6 +125,7 @@ func (b *Builders) Kubernetes(ctx context.Context, modulePath, version, goarch s
 		Packages:       pkgs,
 		LocalVersion:   gobuild.KubernetesStagingVersion,
 		LocalVersionID: "kubernetes-staging",
+		Tags:           gobuild.KubernetesTags,
 		LDFlags:        gobuild.KubernetesLDFlags(gobuild.SourceOf(info)),
 		GOARCH:         goarch,
 	})
@@ -196,6 +197,7 @@ func (b *Builders) buildCoreDNS(ctx context.Context, s plan.Step) error {
 	res, err := b.Go.Build(ctx, gobuild.Target{
 		Modules:  []module.Version{m},
 		Packages: []string{m.Path},
+		Tags:     gobuild.CoreDNSTags,
 		LDFlags:  gobuild.CoreDNSLDFlags(gobuild.SourceOf(info)),
 		GOARCH:   s.Inputs[plan.InputArch],
 	})

@@ -3,9 +3,13 @@
 package goimages_test
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
+	"debug/buildinfo"
 	"errors"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,8 +29,9 @@ func newRuntime(t *testing.T) *moby.Runtime {
 }
 
 // runOnce runs image with the given entrypoint and arguments, waits for it
-// to exit and returns its combined output.
-func runOnce(t *testing.T, rt *moby.Runtime, image string, entrypoint []string, args ...string) (string, int) {
+// to exit and returns its combined output, its exit code and the container's
+// ID (removed when the test ends).
+func runOnce(t *testing.T, rt *moby.Runtime, image string, entrypoint []string, args ...string) (string, int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -56,7 +61,64 @@ func runOnce(t *testing.T, rt *moby.Runtime, image string, entrypoint []string, 
 	if err := rt.Logs(ctx, id, &out, &out); err != nil {
 		t.Fatalf("logs of %s: %v", image, err)
 	}
-	return out.String(), code
+	return out.String(), code, id
+}
+
+// fileFrom copies the regular file at path out of container id.
+func fileFrom(t *testing.T, rt *moby.Runtime, id, path string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rc, err := rt.CopyFrom(ctx, id, path)
+	if err != nil {
+		t.Fatalf("copy %s: %v", path, err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			t.Fatalf("copy %s: no regular file in the archive: %v", path, err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			b, err := io.ReadAll(tr)
+			if err != nil {
+				t.Fatalf("copy %s: %v", path, err)
+			}
+			return b
+		}
+	}
+}
+
+// checkTags fails unless bin was built with the build tags want (its
+// project's release tags, all with grpcnotrace) and without
+// golang.org/x/net/trace, whose absence is what grpcnotrace is for.
+// Function names stay in a stripped binary's pclntab, so a linked package
+// shows as its import path.
+func checkTags(t *testing.T, name string, bin []byte, want []string) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(f, bin, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	info, err := buildinfo.ReadFile(f)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	got := ""
+	for _, s := range info.Settings {
+		if s.Key == "-tags" {
+			got = s.Value
+		}
+	}
+	if got != strings.Join(want, ",") {
+		t.Errorf("%s: built with -tags=%q, want %q", name, got, strings.Join(want, ","))
+	}
+	if bytes.Contains(bin, []byte("golang.org/x/net/trace.")) {
+		t.Errorf("%s: golang.org/x/net/trace is linked in", name)
+		return
+	}
+	t.Logf("%s: -tags=%s, %d bytes, no golang.org/x/net/trace", name, got, len(bin))
 }
 
 // TestIntegrationPause builds a pause image under a test tag and checks the
@@ -83,7 +145,7 @@ func TestIntegrationPause(t *testing.T) {
 	if err := plan.Run(ctx, p, plan.RunOptions{Images: rt, Builders: builders}); err != nil {
 		t.Fatal(err)
 	}
-	out, code := runOnce(t, rt, ref, nil, "-v")
+	out, code, _ := runOnce(t, rt, ref, nil, "-v")
 	if code != 0 || !strings.Contains(out, "v3.10.2-v1.36.3") {
 		t.Fatalf("pause -v: exit %d, output %q", code, out)
 	}
@@ -142,9 +204,16 @@ func TestIntegrationBuiltImages(t *testing.T) {
 			if _, err := rt.InspectImage(context.Background(), s.Image); errors.Is(err, runtime.ErrNotFound) {
 				t.Fatalf("%s is not built: run `capd-e2e-images -only %s`", s.Image, s.ID)
 			}
-			out, code := runOnce(t, rt, s.Image, entrypoint, args...)
+			out, code, id := runOnce(t, rt, s.Image, entrypoint, args...)
 			if (code != 0 && !anyExit) || !strings.Contains(out, want) {
 				t.Fatalf("%s %v: exit %d, want %q in output:\n%s", s.Image, args, code, want, out)
+			}
+			switch s.Kind {
+			case plan.KindKubeComponent:
+				comp := s.Inputs[plan.InputComponent]
+				checkTags(t, comp, fileFrom(t, rt, id, "/usr/local/bin/"+comp), gobuild.KubernetesTags)
+			case plan.KindCoreDNS:
+				checkTags(t, "coredns", fileFrom(t, rt, id, "/coredns"), gobuild.CoreDNSTags)
 			}
 			for _, line := range strings.Split(out, "\n") {
 				if strings.Contains(line, want) {
