@@ -24,7 +24,9 @@
 #
 # A wrapper dir is one of the image builder's Go build modules under
 # ~/.cache/capd-e2e/gobuild (made by `make images`); the build replayed is
-# the `go build` command in its newest log, writing to a temporary folder.
+# the `go build` command in its newest log, writing to a temporary folder,
+# in the environment logged with it (CGO_ENABLED, GOOS, ...; GOGC is the
+# sides' own).
 # Default: the etcd v3.6.8 and v3.7.0 builds. Each side gets an empty Go
 # build cache of its own, shared by its builds as in `make images` (the
 # module cache is shared and warm: downloads are not measured). Results go to
@@ -47,8 +49,14 @@ if (($# == 0)); then
   set -- "$cache"/go.etcd.io_etcd_server_v3@v3.6.8-* "$cache"/go.etcd.io_etcd_server_v3@v3.7.0-*
 fi
 (($# == 1 || $# == 2)) || { echo "bench-gobuild: want one or two wrapper dirs, got $#" >&2; exit 2; }
+# newest_log DIR: the log of DIR's last build.
+newest_log() { ls -t "$1"/logs/*.log | head -1; }
 for d in "$@"; do
   [[ -f $d/go.mod ]] || { echo "bench-gobuild: $d is not a build module (no go.mod); run make images first" >&2; exit 2; }
+  grep -q '^# env ' "$(newest_log "$d")" || {
+    echo "bench-gobuild: $(newest_log "$d") has no '# env' line (it predates them): build it again with make images" >&2
+    exit 2
+  }
 done
 if [[ " ${sides[*]} " == *" at-once "* ]] && (($# != 2)); then
   echo "bench-gobuild: side at-once needs two wrapper dirs" >&2
@@ -67,7 +75,7 @@ trap 'rm -rf "$tmp"' EXIT
 # and notags drop the logged -tags, tags then adds BENCH_TAGS.
 command_of() {
   local log cmd
-  log=$(ls -t "$2"/logs/*.log | head -1)
+  log=$(newest_log "$2")
   cmd=$(grep -m1 '^# go build ' "$log" | sed -e 's/^# //' -e "s| -o [^ ]* | -o $tmp/$1/bin/ |")
   case $1 in
     dwarf | nodwarf) cmd=$(sed -e "s/ -gcflags[ =]'\\{0,1\\}all=-dwarf=false'\\{0,1\\}//" <<<"$cmd") ;;
@@ -78,12 +86,19 @@ command_of() {
   echo "$cmd"
 }
 
+# env_of DIR: the settings DIR's logged build ran with, shell-quoted as
+# logged, without GOGC.
+env_of() {
+  grep -m1 '^# env ' "$(newest_log "$1")" | sed -e 's/^# env //' -e 's/\(^\| \)GOGC=[^ ]*//'
+}
+
 # build SIDE DIR: replays DIR's build with SIDE's empty caches.
 build() {
-  local cmd
+  local cmd vars
   cmd=$(command_of "$1" "$2")
+  vars=$(env_of "$2")
   mkdir -p "$tmp/$1/bin"
-  (cd "$2" && export GOCACHE=$tmp/$1/gocache GOFLAGS= GOWORK=off GOTOOLCHAIN=local && eval "$cmd") >"$out/$1-$(basename "$2").log" 2>&1
+  (cd "$2" && export GOFLAGS= GOWORK=off GOTOOLCHAIN=local && eval "export $vars" && export GOCACHE=$tmp/$1/gocache && eval "$cmd") >"$out/$1-$(basename "$2").log" 2>&1
 }
 
 TIMEFORMAT='%R %U %S'
@@ -133,6 +148,8 @@ first=${sides[0]}
   echo "# cold Go builds, $(date -u +%FT%TZ), $(nproc) CPUs, $(go env GOVERSION)"
   echo
   echo "builds: $builds"
+  echo
+  echo "environment, as logged (GOGC is each side's): $(env_of "$1")"
   echo
   echo "| side | wall | CPU user | CPU system | CPU total | wall / $first | CPU / $first |"
   echo "|---|---|---|---|---|---|---|"

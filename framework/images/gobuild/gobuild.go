@@ -498,6 +498,21 @@ func (b *Builder) goMods(ctx context.Context, mods []module.Version) ([]sourceMo
 	return out, nil
 }
 
+// logEnv returns the settings of env that decide what the go command builds
+// and how (those env sets, and GOGC), for the log: scripts/bench-gobuild.sh
+// replays a logged build with them.
+func logEnv(env []string) []string {
+	var out []string
+	for _, e := range env {
+		k, _, _ := strings.Cut(e, "=")
+		switch k {
+		case "CGO_ENABLED", "GOOS", "GOARCH", "GOFLAGS", "GOWORK", "GOTOOLCHAIN", "GOGC":
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // run runs the go command in dir, writing its output to logPath (and to
 // b.Output). A failure's error names the log and carries its last lines.
 func (b *Builder) run(ctx context.Context, dir string, env []string, logPath string, args ...string) error {
@@ -506,7 +521,7 @@ func (b *Builder) run(ctx context.Context, dir string, env []string, logPath str
 		return err
 	}
 	defer logf.Close()
-	fmt.Fprintf(logf, "# in %s\n# %s %s\n", dir, b.goCommand(), shellQuote(args))
+	fmt.Fprintf(logf, "# in %s\n# env %s\n# %s %s\n", dir, shellQuote(logEnv(env)), b.goCommand(), shellQuote(args))
 	var w io.Writer = logf
 	if b.Output != nil {
 		w = io.MultiWriter(logf, b.Output)

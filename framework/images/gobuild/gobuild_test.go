@@ -268,3 +268,20 @@ func TestTransientProxyError(t *testing.T) {
 		}
 	}
 }
+
+// TestLogEnv checks that a build's log names the settings the build ran
+// with (scripts/bench-gobuild.sh replays them) and nothing else of the
+// environment.
+func TestLogEnv(t *testing.T) {
+	t.Setenv("GOGC", "400")
+	t.Setenv("CGO_ENABLED", "1") // overridden by the target
+	t.Setenv("CAPD_E2E_SECRET_LOOKING", "x")
+	env := Target{GOARCH: "arm64"}.env()
+	got := logEnv(env)
+	want := []string{"GOGC=400", "CGO_ENABLED=0", "GOOS=linux", "GOWORK=off", "GOTOOLCHAIN=local", "GOFLAGS=", "GOARCH=arm64"}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("logEnv = %q, want %q", got, want)
+	}
+}
