@@ -117,8 +117,10 @@ func EtcdLDFlags(src Source) []string {
 	return LDFlagsX(Setting{"go.etcd.io/etcd/api/v3/version", "GitSHA", shortCommit(src.Commit)})
 }
 
-// CoreDNSTags are the build tags of CoreDNS' Makefile (its GOTAGS default):
-// grpcnotrace, for the reason given at KubernetesTags.
+// CoreDNSTags are the build tags of CoreDNS' Makefile (its GOTAGS default),
+// so that CoreDNS is built as released: grpcnotrace. It keeps
+// golang.org/x/net/trace out of v1.14.2, not of v1.14.6, where
+// github.com/mwitkow/go-conntrack imports it.
 var CoreDNSTags = []string{"grpcnotrace"}
 
 // CoreDNSLDFlags sets github.com/coredns/coredns/coremain.GitCommit, as
