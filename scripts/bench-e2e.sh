@@ -129,7 +129,8 @@ connections() {
 # back the load balancer, where haproxy's traffic enters). kube-router
 # peers with a node at the Node's add event only if it has an address
 # then, which with an external cloud provider it has not (the
-# cloud-controller-manager gives it one), so the peer comes at kube-router's next periodic sync (--routes-sync-period,
+# cloud-controller-manager gives it one), so the peer comes at
+# kube-router's next periodic sync (--routes-sync-period,
 # render.KubeRouterRoutesSyncPeriod); GoBGP then waits a random 5-10 s
 # before its first connect (minConnectRetryInterval, no flag), and a
 # connect from a node the other side has not added yet is refused (logged

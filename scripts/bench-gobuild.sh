@@ -98,7 +98,7 @@ build() {
   cmd=$(command_of "$1" "$2")
   vars=$(env_of "$2")
   mkdir -p "$tmp/$1/bin"
-  (cd "$2" && export GOFLAGS= GOWORK=off GOTOOLCHAIN=local && eval "export $vars" && export GOCACHE=$tmp/$1/gocache && eval "$cmd") >"$out/$1-$(basename "$2").log" 2>&1
+  (cd "$2" && eval "export $vars" && export GOCACHE=$tmp/$1/gocache && eval "$cmd") >"$out/$1-$(basename "$2").log" 2>&1
 }
 
 TIMEFORMAT='%R %U %S'

@@ -103,10 +103,10 @@ func SharedBuild(s plan.Step) string {
 
 // Kubernetes builds every binary of KubernetesBinaries of module
 // (k8s.io/kubernetes, or a fork) at version, with the version settings and
-// build tags of Kubernetes' own release build, and returns their paths by name. Results are
-// cached (see gobuild.Builder): node image builders call this for kubeadm,
-// kubelet and kubectl and get the binaries the component images were built
-// with, without compiling again.
+// build tags of Kubernetes' own release build, and returns their paths by
+// name. Results are cached (see gobuild.Builder): node image builders call
+// this for kubeadm, kubelet and kubectl and get the binaries the component
+// images were built with, without compiling again.
 func (b *Builders) Kubernetes(ctx context.Context, modulePath, version, goarch string) (gobuild.Result, error) {
 	if modulePath == "" {
 		modulePath = config.DefaultKubernetesModule
