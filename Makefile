@@ -9,7 +9,7 @@ GINKGO_LABEL_FILTER ?= PR-Blocking && !comparison
 GINKGO_NODES ?= 1
 export GINKGO_FOCUS GINKGO_SKIP GINKGO_LABEL_FILTER GINKGO_NODES
 
-.PHONY: test test-podman lint bench bench-boot bench-e2e bench-lb bench-gobuild bench-images bench-scale images test-images test-e2e test-examples test-registry test-faults clean-e2e
+.PHONY: test test-podman lint bench bench-boot bench-kind bench-e2e bench-lb bench-gobuild bench-images bench-scale images test-images test-e2e test-examples test-registry test-faults clean-e2e
 
 test: ## Unit and integration tests (needs a Docker-API engine).
 	scripts/test.sh
@@ -25,6 +25,9 @@ bench: ## Exec latency: our runtime vs the docker CLI, idle and loaded.
 
 bench-boot: ## A machine from docker create to a running containerd, per node image (IMAGES, default KUBERNETES_VERSION's), rounds interleaved.
 	scripts/bench-boot.sh
+
+bench-kind: ## A one-node kind cluster (the management cluster) per node image (CAPD_E2E_BENCH_NODE_IMAGES, default KUBERNETES_VERSION's), rounds interleaved: create, node Ready (BENCH_N rounds, default 5).
+	go test -tags images -count=1 -run '^$$' -bench '^BenchmarkIntegrationKindNodeReady$$' -benchtime $${BENCH_N:-5}x ./framework/images/nodeimage/
 
 bench-images: ## Cold `make images` measured both ways in one run: one step at a time, then in parallel (38 minutes on 2 cores).
 	scripts/bench-images.sh

@@ -334,7 +334,7 @@ func pollUntil(ctx context.Context, timeout, interval time.Duration, check func(
 }
 
 // testLogger sends kind's messages to the test log.
-type testLogger struct{ t *testing.T }
+type testLogger struct{ t testing.TB }
 
 var _ kindlog.Logger = testLogger{}
 
@@ -345,7 +345,7 @@ func (l testLogger) Errorf(format string, args ...any)        { l.t.Logf("kind: 
 func (l testLogger) V(level kindlog.Level) kindlog.InfoLogger { return infoLogger{l.t, level == 0} }
 
 type infoLogger struct {
-	t       *testing.T
+	t       testing.TB
 	enabled bool
 }
 

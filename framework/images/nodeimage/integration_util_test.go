@@ -16,7 +16,7 @@ import (
 // imageTest returns the loaded config and a runtime closed at the end of the
 // test. These tests need the images of `make images`, so they carry the
 // build tag "images" and run in `make test-images`, never in `make test`.
-func imageTest(t *testing.T) (*config.Config, runtime.Runtime) {
+func imageTest(t testing.TB) (*config.Config, runtime.Runtime) {
 	t.Helper()
 	rt := testengine.Runtime(t)
 	cfg, err := config.Load(filepath.Join("..", "..", "..", "config", "e2e.yaml"))
@@ -27,7 +27,7 @@ func imageTest(t *testing.T) (*config.Config, runtime.Runtime) {
 }
 
 // requireImage fails the test when the engine lacks ref.
-func requireImage(t *testing.T, rt runtime.Runtime, ref string) {
+func requireImage(t testing.TB, rt runtime.Runtime, ref string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

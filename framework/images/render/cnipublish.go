@@ -36,6 +36,24 @@ const (
 	KubeRouterCNIConfig   = "/etc/cni/net.d/10-kuberouter.conflist"
 )
 
+// kube-router, as shipped, reaches the API server through the kubernetes
+// Service's cluster IP, which only answers once kube-proxy on the same node
+// has written its rules. Both start together on a new node, so kube-router
+// retried its lists with a back-off, and the node stayed NotReady until it
+// got through: 4.6 s after it started on a 2-core machine's kind node (the
+// management cluster's setup waits on it), 1.6 s on a workload cluster's
+// worker. kubeadm's kube-proxy ConfigMap holds the kubeconfig kube-proxy
+// itself uses for this reason: the control plane's endpoint, with the
+// pod's own service account token and CA. kube-router mounts it (optional:
+// kubeProxyVolume) and uses it, under its own service account.
+const (
+	kubeProxyConfigMap   = "kube-proxy"
+	kubeProxyVolume      = "capd-e2e-kube-proxy-kubeconfig"
+	kubeProxyMountDir    = "/var/lib/capd-e2e/kube-proxy"
+	kubeProxyKubeconfig  = kubeProxyMountDir + "/kubeconfig.conf"
+	kubeProxyKubeconfKey = "kubeconfig.conf"
+)
+
 const (
 	kubeRouterContainer     = "kube-router"
 	kubeRouterInitContainer = "install-cni"
@@ -75,6 +93,11 @@ fi
 // published; it is renamed into place, so containerd never reads it half
 // written (a .tmp file is not a CNI configuration for containerd). It checks
 // twice a second until the first publication, then every 10 s.
+//
+// It also points kube-router at the API server kube-proxy uses
+// (kubeProxyKubeconfig), unless the args already name a --kubeconfig or a
+// --master or the file is missing (a cluster without kubeadm's kube-proxy
+// ConfigMap: kube-router then uses its in-cluster configuration, as shipped).
 const kubeRouterPublishScript = `T=` + KubeRouterCNITemplate + `
 P=` + KubeRouterCNIConfig + `
 (
@@ -90,6 +113,11 @@ P=` + KubeRouterCNIConfig + `
     sleep "$wait"
   done
 ) &
+K=` + kubeProxyKubeconfig + `
+if [ -s "$K" ] && ! printf '%s\n' "$@" | grep -q -e '^--kubeconfig' -e '^--master'; then
+  echo "capd-e2e: kube-router reaches the API server as kube-proxy does, through $K"
+  set -- "$@" --kubeconfig="$K"
+fi
 exec "$@"
 `
 
@@ -101,7 +129,9 @@ exec "$@"
 // kube-router container's command becomes a shell that publishes it and
 // then runs the original command (the image's entrypoint,
 // /usr/local/bin/kube-router, when the manifest sets none) with the same
-// args. The other documents are kept as they are. It is an error when the
+// args; that shell also points kube-router at kube-proxy's kubeconfig when
+// the node has it (see kubeProxyConfigMap). The other documents are kept as
+// they are. It is an error when the
 // manifest has no DaemonSet with both containers, or when either does not
 // mount /etc/cni/net.d.
 func PublishRangedCNIConfig(manifest []byte) ([]byte, error) {
@@ -175,6 +205,18 @@ func publishInDaemonSet(doc []byte) (out []byte, ok bool, err error) {
 	} else {
 		c.Env = append(c.Env, corev1.EnvVar{Name: kubeRouterCNIConfEnv, Value: KubeRouterCNITemplate})
 	}
+	if slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == kubeProxyVolume }) {
+		return nil, false, fmt.Errorf("DaemonSet %s already has a volume %q", ds.Name, kubeProxyVolume)
+	}
+	optional := true
+	spec.Volumes = append(spec.Volumes, corev1.Volume{Name: kubeProxyVolume, VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: kubeProxyConfigMap},
+			Items:                []corev1.KeyToPath{{Key: kubeProxyKubeconfKey, Path: kubeProxyKubeconfKey}},
+			Optional:             &optional,
+		},
+	}})
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: kubeProxyVolume, MountPath: kubeProxyMountDir, ReadOnly: true})
 
 	// Marshal without the fields a typed object adds (status,
 	// creationTimestamp: null), which the original does not have.

@@ -140,3 +140,74 @@ func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// TestIntegrationKubeRouterKubeconfig runs the kube-router container's
+// command as PublishRangedCNIConfig renders it, in a container of the real
+// engine with busybox's shell, in front of a stand-in that prints its
+// arguments: kube-router gets --kubeconfig with kube-proxy's kubeconfig
+// when the file is there, and runs as shipped when it is not or when the
+// arguments already choose a kubeconfig.
+func TestIntegrationKubeRouterKubeconfig(t *testing.T) {
+	r := testengine.Runtime(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, ds := publishedDaemonSet(t, kubeRouterManifest)
+	wrapper := ds.Spec.Template.Spec.Containers[0].Command[:4] // sh -c SCRIPT kube-router
+	ref, err := testimage.Ensure(ctx, r)
+	if err != nil {
+		t.Fatalf("test image: %v", err)
+	}
+	for name, tc := range map[string]struct {
+		kubeconfig bool
+		args       []string
+		want       string
+	}{
+		"kube-proxy's kubeconfig": {true, []string{"--run-router=true"}, "args: --run-router=true --kubeconfig=" + kubeProxyKubeconfig},
+		"no kube-proxy ConfigMap": {false, []string{"--run-router=true"}, "args: --run-router=true"},
+		"the args choose":         {true, []string{"--run-router=true", "--kubeconfig=/etc/mine"}, "args: --run-router=true --kubeconfig=/etc/mine"},
+		"the args name a master":  {true, []string{"--master=https://10.0.0.1:6443"}, "args: --master=https://10.0.0.1:6443"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			setup := "mkdir -p " + kubeProxyMountDir
+			if tc.kubeconfig {
+				setup += " && echo 'apiVersion: v1' >" + kubeProxyKubeconfig
+			}
+			fake := append([]string{"/bin/sh", "-c", `echo "args: $0 $*"`}, tc.args...)
+			cmd := append(append([]string{"/bin/sh", "-c", setup + ` && exec "$@"`, "pod"}, wrapper...), fake...)
+			runID := runtime.NewRunID()
+			id, err := r.RunContainer(ctx, runtime.ContainerSpec{
+				Name: "capd-e2e-kubeconfig-" + runID, Image: ref, Entrypoint: cmd, Cmd: []string{},
+				Labels: runtime.RunLabels(runID, "cnipublish-integration-test", nil),
+			})
+			if err != nil {
+				t.Fatalf("run container: %v", err)
+			}
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				if err := r.RemoveContainer(ctx, id); err != nil {
+					t.Errorf("remove container %s: %v", id, err)
+				}
+			})
+			if code, err := r.Wait(ctx, id); err != nil || code != 0 {
+				t.Fatalf("container exited %d, %v", code, err)
+			}
+			var o, e bytes.Buffer
+			if err := r.Logs(ctx, id, &o, &e); err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			for _, l := range strings.Split(o.String(), "\n") {
+				if strings.HasPrefix(l, "args: ") {
+					got = strings.TrimSpace(l)
+				}
+			}
+			if got != tc.want {
+				t.Errorf("kube-router ran with %q, want %q; output:\n%s%s", got, tc.want, o.String(), e.String())
+			}
+			if said := strings.Contains(o.String(), "capd-e2e: kube-router reaches the API server"); said != strings.Contains(tc.want, kubeProxyKubeconfig) {
+				t.Errorf("the script's message appears: %v; output:\n%s", said, o.String())
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -196,5 +197,41 @@ func TestPublishRangedCNIConfigErrors(t *testing.T) {
 				t.Errorf("error %q does not say what failed", err)
 			}
 		})
+	}
+}
+
+func TestPublishRangedCNIConfigMountsKubeProxyKubeconfig(t *testing.T) {
+	_, ds := publishedDaemonSet(t, kubeRouterManifest)
+	spec := ds.Spec.Template.Spec
+	var vol *corev1.Volume
+	for i := range spec.Volumes {
+		if spec.Volumes[i].Name == kubeProxyVolume {
+			vol = &spec.Volumes[i]
+		}
+	}
+	if vol == nil || vol.ConfigMap == nil {
+		t.Fatalf("no ConfigMap volume %q in %+v", kubeProxyVolume, spec.Volumes)
+	}
+	cm := vol.ConfigMap
+	if cm.Name != "kube-proxy" || cm.Optional == nil || !*cm.Optional ||
+		len(cm.Items) != 1 || cm.Items[0].Key != "kubeconfig.conf" || cm.Items[0].Path != "kubeconfig.conf" {
+		t.Errorf("volume %q = %+v, want kubeadm's kube-proxy ConfigMap, optional, its kubeconfig.conf only", kubeProxyVolume, cm)
+	}
+	c := spec.Containers[0]
+	if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+		return m.Name == kubeProxyVolume && m.MountPath == kubeProxyMountDir && m.ReadOnly
+	}) {
+		t.Errorf("kube-router does not mount %q read-only at %s: %+v", kubeProxyVolume, kubeProxyMountDir, c.VolumeMounts)
+	}
+	if script := c.Command[2]; !strings.Contains(script, "K="+kubeProxyMountDir+"/kubeconfig.conf\n") {
+		t.Errorf("the publish script does not use %s/kubeconfig.conf:\n%s", kubeProxyMountDir, script)
+	}
+	if ic := spec.InitContainers[0]; len(ic.VolumeMounts) != 2 {
+		t.Errorf("install-cni's mounts changed: %+v", ic.VolumeMounts)
+	}
+
+	m := strings.Replace(kubeRouterManifest, "      volumes:\n", "      volumes:\n      - name: "+kubeProxyVolume+"\n        emptyDir: {}\n", 1)
+	if _, err := PublishRangedCNIConfig([]byte(m)); err == nil || !strings.Contains(err.Error(), `already has a volume "`+kubeProxyVolume+`"`) {
+		t.Errorf("a manifest with a volume of that name: %v", err)
 	}
 }
