@@ -173,10 +173,10 @@ const SlimDpkgConfig = "etc/dpkg/dpkg.cfg.d/capd-e2e-slim"
 // Debian's own "slim" container images leave it out: every file under
 // slimDirs, except each package's copyright file (usr/share/doc/*/copyright,
 // kept for its license) and the symbolic links among usr/share/doc's
-// entries (a package's doc folder pointing to another's). The net rootfs
-// loses a third of its size and files this way (147 MB and 6297 entries
-// before), and every node unpacks it into its containerd when it starts
-// kube-proxy and kube-router.
+// entries (a package's doc folder pointing to another's). The net rootfs,
+// which every node unpacks into its containerd when it starts kube-proxy
+// and kube-router, went from 147 MB and 6297 entries to 100 MB and 3791
+// (du and find over its files).
 func Slim(dir string) error {
 	for _, d := range slimDirs {
 		root := filepath.Join(dir, d)
