@@ -38,9 +38,10 @@ const (
 
 // kube-router, as shipped, reaches the API server through the kubernetes
 // Service's cluster IP, which only answers once kube-proxy on the same node
-// has written its rules. Both start together on a new node, so kube-router
-// retried its lists with a back-off, and the node stayed NotReady until it
-// got through: 4.6 s after it started on a 2-core machine's kind node (the
+// has written its rules. Both start together on a new node, in either
+// order; when kube-router was first, it retried its lists with a back-off
+// and the node stayed NotReady until it got through: 4.1-4.6 s after it
+// started on a 2-core machine's kind node in two of three PR jobs (the
 // management cluster's setup waits on it), 1.6 s on a workload cluster's
 // worker. kubeadm's kube-proxy ConfigMap holds the kubeconfig kube-proxy
 // itself uses for this reason: the control plane's endpoint, with the
@@ -131,9 +132,8 @@ exec "$@"
 // /usr/local/bin/kube-router, when the manifest sets none) with the same
 // args; that shell also points kube-router at kube-proxy's kubeconfig when
 // the node has it (see kubeProxyConfigMap). The other documents are kept as
-// they are. It is an error when the
-// manifest has no DaemonSet with both containers, or when either does not
-// mount /etc/cni/net.d.
+// they are. It is an error when the manifest has no DaemonSet with both
+// containers, or when either does not mount /etc/cni/net.d.
 func PublishRangedCNIConfig(manifest []byte) ([]byte, error) {
 	fail := func(err error) ([]byte, error) {
 		return nil, fmt.Errorf("publish kube-router's CNI configuration: %w", err)
