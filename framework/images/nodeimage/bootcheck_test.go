@@ -5,7 +5,6 @@ package nodeimage_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,14 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
-	"sigs.k8s.io/kind/pkg/cluster"
 	kindlog "sigs.k8s.io/kind/pkg/log"
 
 	"github.com/capd-e2e/capd-e2e/framework/images/kindbase"
 	"github.com/capd-e2e/capd-e2e/framework/images/nodeimage"
-	"github.com/capd-e2e/capd-e2e/framework/leak"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
 
@@ -43,14 +39,7 @@ const echoPort = 8053
 // container of it is left.
 func TestIntegrationTwoNodeKindCluster(t *testing.T) {
 	cfg, rt := imageTest(t)
-	version, err := cfg.Variable("KUBERNETES_VERSION")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := cfg.Build.KubernetesVersion(version)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := defaultKubernetes(t, cfg)
 	requireImage(t, rt, k.NodeImage)
 	nodesTimeout, nodesPoll, err := cfg.Intervals(specName, "wait-nodes-ready")
 	if err != nil {
@@ -61,49 +50,14 @@ func TestIntegrationTwoNodeKindCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	name := "capd-e2e-it-" + runtime.NewRunID()
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	provider := cluster.NewProvider(cluster.ProviderWithDocker(), cluster.ProviderWithLogger(testLogger{t}))
-	t.Cleanup(func() {
-		if err := provider.Delete(name, kubeconfig); err != nil {
-			t.Errorf("delete cluster %q: %v", name, err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		rep, err := leak.Check(ctx, rt, leak.Selector{Cluster: name})
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		if err := rep.Err(); err != nil {
-			t.Error(err)
-			return
-		}
-		t.Log(rep.String())
-	})
 	start := time.Now()
-	err = provider.Create(name,
-		cluster.CreateWithNodeImage(k.NodeImage),
-		cluster.CreateWithKubeconfigPath(kubeconfig),
-		cluster.CreateWithDisplayUsage(false),
-		cluster.CreateWithDisplaySalutation(false),
-		cluster.CreateWithV1Alpha4Config(&v1alpha4.Cluster{Nodes: []v1alpha4.Node{
-			{Role: v1alpha4.ControlPlaneRole}, {Role: v1alpha4.WorkerRole},
-		}}),
-	)
-	if err != nil {
-		t.Fatalf("create cluster %q: %v", name, err)
-	}
-	t.Logf("cluster %s created from %s in %s", name, k.NodeImage, time.Since(start).Round(time.Second))
+	kc := createKindCluster(t, rt, "capd-e2e-it-", k.NodeImage, &v1alpha4.Cluster{Nodes: []v1alpha4.Node{
+		{Role: v1alpha4.ControlPlaneRole}, {Role: v1alpha4.WorkerRole},
+	}})
+	t.Cleanup(kc.delete)
+	cs := kc.cs
+	t.Logf("cluster %s created from %s in %s", kc.name, k.NodeImage, kc.created.Round(time.Second))
 
-	restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(restConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), nodesTimeout+3*podsTimeout)
 	defer cancel()
 

@@ -5,18 +5,13 @@ package nodeimage_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/kind/pkg/cluster"
 
-	"github.com/capd-e2e/capd-e2e/framework/leak"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
 
@@ -39,15 +34,7 @@ func BenchmarkIntegrationKindNodeReady(b *testing.B) {
 	cfg, rt := imageTest(b)
 	images := strings.Fields(os.Getenv(EnvBenchNodeImages))
 	if len(images) == 0 {
-		version, err := cfg.Variable("KUBERNETES_VERSION")
-		if err != nil {
-			b.Fatal(err)
-		}
-		k, err := cfg.Build.KubernetesVersion(version)
-		if err != nil {
-			b.Fatal(err)
-		}
-		images = []string{k.NodeImage}
+		images = []string{defaultKubernetes(b, cfg).NodeImage}
 	}
 	for _, img := range images {
 		requireImage(b, rt, img)
@@ -74,50 +61,21 @@ func BenchmarkIntegrationKindNodeReady(b *testing.B) {
 // seconds kind's create took and the seconds until the node was Ready.
 func kindReadyRound(b *testing.B, rt runtime.Runtime, img string, timeout time.Duration) (created, ready float64) {
 	b.Helper()
-	name := "capd-e2e-bench-" + runtime.NewRunID()
-	kubeconfig := filepath.Join(b.TempDir(), "kubeconfig")
-	provider := cluster.NewProvider(cluster.ProviderWithDocker(), cluster.ProviderWithLogger(testLogger{b}))
-	defer func() {
-		if err := provider.Delete(name, kubeconfig); err != nil {
-			b.Errorf("delete cluster %q: %v", name, err)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		rep, err := leak.Check(ctx, rt, leak.Selector{Cluster: name})
-		if err == nil {
-			err = rep.Err()
-		}
-		if err != nil {
-			b.Error(err)
-		}
-	}()
 	start := time.Now()
-	err := provider.Create(name, cluster.CreateWithNodeImage(img), cluster.CreateWithKubeconfigPath(kubeconfig),
-		cluster.CreateWithDisplayUsage(false), cluster.CreateWithDisplaySalutation(false))
-	if err != nil {
-		b.Fatalf("create cluster %q from %s: %v", name, img, err)
-	}
-	created = time.Since(start).Seconds()
-	restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(restConfig)
-	if err != nil {
-		b.Fatal(err)
-	}
+	kc := createKindCluster(b, rt, "capd-e2e-bench-", img, nil)
+	defer kc.delete()
 	ctx := context.Background()
-	err = pollUntil(ctx, timeout, 100*time.Millisecond, func() (bool, string) {
-		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	err := pollUntil(ctx, timeout, 100*time.Millisecond, func() (bool, string) {
+		nodes, err := kc.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		return len(nodes.Items) == 1 && nodeReady(nodes.Items[0]), "node not Ready"
 	})
 	if err != nil {
-		b.Fatalf("cluster %q from %s: %v", name, img, err)
+		b.Fatalf("cluster %q from %s: %v", kc.name, img, err)
 	}
-	return created, time.Since(start).Seconds()
+	return kc.created.Seconds(), time.Since(start).Seconds()
 }
 
 func median(v []float64) float64 {

@@ -69,30 +69,11 @@ printf '%s' "$UNRANGED" >/etc/kube-router/cni-conf.json &&
 echo '{}' >/etc/cni/net.d/99-stale.conf &&
 /bin/sh -c "$INSTALL" &&
 exec "$@"`
-	runID := runtime.NewRunID()
-	name := "capd-e2e-cnipublish-" + runID
-	id, err := r.RunContainer(ctx, runtime.ContainerSpec{
-		Name:       name,
+	id := runTestContainer(ctx, t, r, "capd-e2e-cnipublish-", runtime.ContainerSpec{
 		Image:      ref,
 		Entrypoint: append([]string{"/bin/sh", "-c", pod, "pod"}, c.Command...),
 		Cmd:        []string{},
 		Env:        env,
-		Labels:     runtime.RunLabels(runID, "cnipublish-integration-test", nil),
-	})
-	if err != nil {
-		t.Fatalf("run container: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if t.Failed() {
-			var o, e bytes.Buffer
-			_ = r.Logs(ctx, id, &o, &e)
-			t.Logf("container output:\n%s%s", o.String(), e.String())
-		}
-		if err := r.RemoveContainer(ctx, id); err != nil {
-			t.Errorf("remove container %s: %v", name, err)
-		}
 	})
 
 	sh := func(script string) (string, int) {
@@ -135,6 +116,33 @@ exec "$@"`
 	}
 }
 
+// runTestContainer runs spec as a container named prefix plus a run id,
+// labelled with that run id, and removes it when t ends, first logging its
+// output if t failed.
+func runTestContainer(ctx context.Context, t *testing.T, r runtime.Runtime, prefix string, spec runtime.ContainerSpec) string {
+	t.Helper()
+	runID := runtime.NewRunID()
+	spec.Name = prefix + runID
+	spec.Labels = runtime.RunLabels(runID, "cnipublish-integration-test", nil)
+	id, err := r.RunContainer(ctx, spec)
+	if err != nil {
+		t.Fatalf("run container: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if t.Failed() {
+			var o, e bytes.Buffer
+			_ = r.Logs(ctx, id, &o, &e)
+			t.Logf("container output:\n%s%s", o.String(), e.String())
+		}
+		if err := r.RemoveContainer(ctx, id); err != nil {
+			t.Errorf("remove container %s: %v", spec.Name, err)
+		}
+	})
+	return id
+}
+
 // quote makes s one double-quoted YAML scalar (a JSON string is one).
 func quote(s string) string {
 	b, _ := json.Marshal(s)
@@ -174,21 +182,7 @@ func TestIntegrationKubeRouterKubeconfig(t *testing.T) {
 			}
 			fake := append([]string{"/bin/sh", "-c", `echo "args: $0 $*"`}, tc.args...)
 			cmd := append(append([]string{"/bin/sh", "-c", setup + ` && exec "$@"`, "pod"}, wrapper...), fake...)
-			runID := runtime.NewRunID()
-			id, err := r.RunContainer(ctx, runtime.ContainerSpec{
-				Name: "capd-e2e-kubeconfig-" + runID, Image: ref, Entrypoint: cmd, Cmd: []string{},
-				Labels: runtime.RunLabels(runID, "cnipublish-integration-test", nil),
-			})
-			if err != nil {
-				t.Fatalf("run container: %v", err)
-			}
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				if err := r.RemoveContainer(ctx, id); err != nil {
-					t.Errorf("remove container %s: %v", id, err)
-				}
-			})
+			id := runTestContainer(ctx, t, r, "capd-e2e-kubeconfig-", runtime.ContainerSpec{Image: ref, Entrypoint: cmd, Cmd: []string{}})
 			if code, err := r.Wait(ctx, id); err != nil || code != 0 {
 				t.Fatalf("container exited %d, %v", code, err)
 			}
