@@ -99,6 +99,9 @@ check() {
   for a in "$@"; do
     compgen -G "$OUT/$name/artifacts/$a" >/dev/null || { artifacts="missing $a"; ok=false; }
   done
+  # A scenario appends ", message missing" to RC when its log lacks the
+  # error it expects; the row must fail then, whatever the exit code.
+  [[ $rc != *missing* ]] || ok=false
   case $expect in
   fail) [[ $rc != 0 ]] || { ok=false; rc="0 (should fail)"; } ;;
   pass) [[ $rc == 0 ]] || { ok=false; rc="$rc (should pass)"; } ;;
