@@ -216,6 +216,7 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 	if !runIDRE.MatchString(env.RunID) {
 		return env, fmt.Errorf("suite setup: run id %q: want 1 to 12 lower-case letters and digits", env.RunID)
 	}
+	start := time.Now()
 	inject := os.Getenv(EnvInjectFault)
 	phase := func(name string, f func() error) error {
 		t0 := time.Now()
@@ -465,6 +466,7 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 	}); err != nil {
 		return env, err
 	}
+	log("setup: all of setup done in %s", time.Since(start).Round(time.Millisecond))
 	return env, nil
 }
 
