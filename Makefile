@@ -27,7 +27,7 @@ bench-boot: ## A machine from docker create to a running containerd, per node im
 	scripts/bench-boot.sh
 
 bench-kind: ## A one-node kind cluster (the management cluster) per node image (CAPD_E2E_BENCH_NODE_IMAGES, default KUBERNETES_VERSION's), rounds interleaved: create, node Ready (BENCH_N rounds, default 5).
-	go test -tags images -count=1 -run '^$$' -bench '^BenchmarkIntegrationKindNodeReady$$' -benchtime $${BENCH_N:-5}x ./framework/images/nodeimage/
+	go test -tags images -count=1 -run '^$$' -bench '^BenchmarkIntegrationKindNodeReady$$' -benchtime $${BENCH_N:-5}x ./factory/nodeimage/
 
 bench-images: ## Cold `make images` measured both ways in one run: one step at a time, then in parallel (38 minutes on 2 cores).
 	scripts/bench-images.sh

@@ -2,18 +2,17 @@ module github.com/capd-e2e/capd-e2e/cloudprovider
 
 go 1.26.0
 
-// The harness, from this repository.
-replace github.com/capd-e2e/capd-e2e => ../
-
-// As in the harness's go.mod: sigs.k8s.io/cluster-api/test v1.14.2 needs
-// these pinned.
+// From this repository: the harness's container runtime (the one module of
+// the harness the cloud provider needs) and the names the cloud provider
+// shares with the harness (a module without dependencies).
 replace (
-	sigs.k8s.io/cluster-api => sigs.k8s.io/cluster-api v1.14.2
-	sigs.k8s.io/cluster-api/api => sigs.k8s.io/cluster-api/api v1.14.2
+	github.com/capd-e2e/capd-e2e/cloudprovider/names => ./names
+	github.com/capd-e2e/capd-e2e/framework/runtime => ../framework/runtime
 )
 
 require (
-	github.com/capd-e2e/capd-e2e v0.0.0-00010101000000-000000000000
+	github.com/capd-e2e/capd-e2e/cloudprovider/names v0.0.0-00010101000000-000000000000
+	github.com/capd-e2e/capd-e2e/framework/runtime v0.0.0-00010101000000-000000000000
 	github.com/spf13/pflag v1.1.0
 	k8s.io/api v0.36.3
 	k8s.io/apimachinery v0.36.3

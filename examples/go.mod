@@ -16,6 +16,8 @@ require (
 	github.com/adrg/xdg v0.5.3 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
+	github.com/capd-e2e/capd-e2e/cloudprovider/names v0.0.0-00010101000000-000000000000 // indirect
+	github.com/capd-e2e/capd-e2e/framework/runtime v0.0.0-00010101000000-000000000000 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/clipperhouse/displaywidth v0.10.0 // indirect
 	github.com/clipperhouse/uax29/v2 v2.6.0 // indirect
@@ -129,9 +131,13 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-// A provider would require a released capd-e2e; this example builds against
-// the checkout it lives in.
-replace github.com/capd-e2e/capd-e2e => ../
+// A provider would require a released capd-e2e (its three modules at one
+// tag); this example builds against the checkout it lives in.
+replace (
+	github.com/capd-e2e/capd-e2e => ../
+	github.com/capd-e2e/capd-e2e/cloudprovider/names => ../cloudprovider/names
+	github.com/capd-e2e/capd-e2e/framework/runtime => ../framework/runtime
+)
 
 // As in capd-e2e's own go.mod: sigs.k8s.io/cluster-api/test v1.14.2 needs
 // these pinned.

@@ -131,7 +131,7 @@ connections() {
 # then, which with an external cloud provider it has not (the
 # cloud-controller-manager gives it one), so the peer comes at
 # kube-router's next periodic sync (--routes-sync-period,
-# render.KubeRouterRoutesSyncPeriod); GoBGP then waits a random 5-10 s
+# cni.KubeRouterRoutesSyncPeriod); GoBGP then waits a random 5-10 s
 # before its first connect (minConnectRetryInterval, no flag), and a
 # connect from a node the other side has not added yet is refused (logged
 # by the refusing side); the refused side tries again only after GoBGP's

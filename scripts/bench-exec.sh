@@ -12,7 +12,7 @@ burners=()
 stop_burners() { for p in "${burners[@]}"; do kill "$p" 2>/dev/null || true; done; burners=(); }
 trap 'stop_burners; rm -rf "$out"' EXIT
 
-go test -c -o "$out/moby.test" ./framework/runtime/moby/ # compile before measuring
+(cd framework/runtime && go test -c -o "$out/moby.test" ./moby/) # compile before measuring
 run() { # $1: label
   "$out/moby.test" -test.run '^$' -test.bench '^BenchmarkExec(Phases)?$' -test.benchtime "${N}x" -test.count 1 | tee "$out/$1.txt"
 }

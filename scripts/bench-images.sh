@@ -19,7 +19,7 @@ mkdir -p "$out"
 jobs=${JOBS:-$(nproc)}
 scripts/install-deps.sh
 scripts/ensure-engine.sh --privileged-nesting
-go build -o hack/tools/bin/capd-e2e-images ./cmd/capd-e2e-images
+go build -o hack/tools/bin/capd-e2e-images ./factory/cmd/capd-e2e-images
 bench_cache=${BENCH_CACHE:-/tmp/capd-e2e-bench-images}
 export GOMODCACHE=$bench_cache/gomod GOCACHE=$bench_cache/gobuild CAPD_E2E_CACHE=$bench_cache/capd-e2e
 

@@ -3,7 +3,7 @@
 # IMAGES_ONLY=id,..., those steps and their dependencies) from the Go module
 # proxy and Debian's archive, reusing every image whose inputs-hash label is
 # current, and renders the providers' components and the CNI manifest into
-# out/. Extra arguments go to cmd/capd-e2e-images (-list, -rebuild id,...).
+# out/. Extra arguments go to factory/cmd/capd-e2e-images (-list, -rebuild id,...).
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,5 +11,5 @@ scripts/install-deps.sh
 scripts/ensure-engine.sh --privileged-nesting
 args=(-config "${E2E_CONFIG:-config/e2e.yaml}")
 [[ -n ${IMAGES_ONLY:-} ]] && args+=(-only "$IMAGES_ONLY")
-go build -o hack/tools/bin/capd-e2e-images ./cmd/capd-e2e-images
+go build -o hack/tools/bin/capd-e2e-images ./factory/cmd/capd-e2e-images
 exec hack/tools/bin/capd-e2e-images "${args[@]}" "$@"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the host packages the tests and the image build need, from
 # Debian's archive. Idempotent: installs only what is missing.
-#   busybox-static  the test image's userland (internal/testimage)
+#   busybox-static  the test image's userland (framework/runtime/runtimetest)
 #   debootstrap     Debian root filesystems for the node images (make images)
 #   gcc, libc6-dev  the static pause binary (make images)
 set -o errexit -o nounset -o pipefail

@@ -9,6 +9,8 @@ if [[ -n "$unformatted" ]]; then
 fi
 go vet ./...
 go vet -tags e2e ./e2e/...
+(cd framework/runtime && go vet ./...)
 (cd cloudprovider && go vet ./...)
+(cd cloudprovider/names && go vet ./...)
 if [[ -f examples/go.mod ]]; then (cd examples && go vet -tags e2e ./...); fi
 echo "lint: ok"

@@ -22,7 +22,11 @@ if [[ ! -d $provider ]]; then
 fi
 rm -rf "$suite"
 cp -R "$REPO_ROOT/examples" "$suite"
-(cd "$suite" && go mod edit -replace "github.com/capd-e2e/capd-e2e=$REPO_ROOT")
+# capd-e2e is three modules: the harness, its container runtime and the
+# cloud provider's names.
+(cd "$suite" && go mod edit -replace "github.com/capd-e2e/capd-e2e=$REPO_ROOT" \
+  -replace "github.com/capd-e2e/capd-e2e/framework/runtime=$REPO_ROOT/framework/runtime" \
+  -replace "github.com/capd-e2e/capd-e2e/cloudprovider/names=$REPO_ROOT/cloudprovider/names")
 echo "test-examples: the provider's suite is $suite/provider-e2e ($(wc -l <"$suite/provider-e2e/suite_test.go") lines)"
 
 export E2E_CONFIG=$suite/provider-e2e/config/e2e.yaml

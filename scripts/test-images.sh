@@ -14,7 +14,7 @@ set -o errexit -o nounset -o pipefail
 cd "$(dirname "$0")/.."
 
 scripts/ensure-engine.sh --privileged-nesting
-go build -o hack/tools/bin/capd-e2e-images ./cmd/capd-e2e-images
+go build -o hack/tools/bin/capd-e2e-images ./factory/cmd/capd-e2e-images
 plan=$(hack/tools/bin/capd-e2e-images -config "${E2E_CONFIG:-config/e2e.yaml}" -list)
 image_of() { awk -v id="$1" '$1 == id {print $3; exit}' <<<"$plan"; }
 apiserver=$(image_of "$(awk '$1 ~ /^kube-apiserver\// {print $1; exit}' <<<"$plan")")
@@ -31,4 +31,4 @@ done
 echo "envtest assets from $apiserver and $etcd"
 
 KUBEBUILDER_ASSETS=$assets go test -tags images -count=1 -timeout 40m -v -run '^TestIntegration' \
-  ./framework/images/goimages/ ./framework/images/nodeimage/ ./framework/certmanager/ ./framework/certmanager/webhookcheck/
+  ./factory/goimages/ ./factory/nodeimage/ ./framework/certmanager/ ./framework/certmanager/webhookcheck/

@@ -16,5 +16,6 @@ svc=$!
 trap 'kill $svc 2>/dev/null || true; wait $svc 2>/dev/null || true; rm -rf "$sockdir"' EXIT
 for _ in $(seq 30); do [[ -S $sockdir/podman.sock ]] && break; sleep 1; done
 echo "podman $(podman --version | awk '{print $3}') at unix://$sockdir/podman.sock"
-DOCKER_HOST="unix://$sockdir/podman.sock" go test -count=1 -run '^TestIntegration' \
-  ./framework/runtime/... ./framework/leak/... ./framework/images/oci/... ./framework/logs/... ./framework/snapshot/...
+export DOCKER_HOST="unix://$sockdir/podman.sock"
+(cd framework/runtime && go test -count=1 -run '^TestIntegration' ./...)
+go test -count=1 -run '^TestIntegration' ./framework/leak/... ./factory/oci/... ./framework/logs/... ./framework/snapshot/...

@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 scripts/ensure-engine.sh
 start=$(date +%s)
 go test -count=1 -timeout 30m "$@" ./...
+echo "--- framework/runtime module (the container runtime)"
+(cd framework/runtime && go test -count=1 -timeout 20m "$@" ./...)
 echo "--- cloudprovider module (the docker cloud-controller-manager)"
 # Its load balancer integration test runs the harness's haproxy image: build
 # it (or reuse it: its inputs-hash label) first.

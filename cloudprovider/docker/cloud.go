@@ -8,7 +8,7 @@ import (
 
 	cloudprovider "k8s.io/cloud-provider"
 
-	"github.com/capd-e2e/capd-e2e/framework/ccm/names"
+	"github.com/capd-e2e/capd-e2e/cloudprovider/names"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
 
@@ -22,7 +22,7 @@ const (
 	// (CAPD v1.14.2 internal/docker DefaultNetwork).
 	DefaultNetwork = "kind"
 	// DefaultLoadBalancerImage is the haproxy image the harness builds for
-	// CAPD (framework/images/nodeimage HAProxyBuilder).
+	// CAPD (factory/nodeimage HAProxyBuilder).
 	DefaultLoadBalancerImage = "kindest/haproxy:v20230606-42a2262b"
 	// DefaultCallTimeout bounds one call of the cloud provider.
 	DefaultCallTimeout = time.Minute

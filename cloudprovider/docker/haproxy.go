@@ -10,7 +10,7 @@ import (
 // HAProxyConfigPath is where the load balancer image's haproxy reads its
 // configuration: the path CAPD writes to (CAPD v1.14.2
 // internal/loadbalancer ConfigPath), which the harness's image
-// (framework/images/nodeimage HAProxyConfigPath) starts haproxy with.
+// (factory/nodeimage HAProxyConfigPath) starts haproxy with.
 const HAProxyConfigPath = "/usr/local/etc/haproxy/haproxy.cfg"
 
 // haproxyConfig is what one Service's load balancer serves.

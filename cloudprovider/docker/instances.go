@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	cloudprovider "k8s.io/cloud-provider"
 
-	"github.com/capd-e2e/capd-e2e/framework/ccm/names"
+	"github.com/capd-e2e/capd-e2e/cloudprovider/names"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
 

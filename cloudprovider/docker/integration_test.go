@@ -16,11 +16,9 @@ import (
 	"k8s.io/cloud-provider/api"
 
 	"github.com/capd-e2e/capd-e2e/cloudprovider/docker"
-	"github.com/capd-e2e/capd-e2e/framework/leak"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
-	"github.com/capd-e2e/capd-e2e/internal/testengine"
-	"github.com/capd-e2e/capd-e2e/internal/testimage"
+	"github.com/capd-e2e/capd-e2e/framework/runtime/runtimetest"
 )
 
 // itEnv is one integration test's engine, run id, network and cluster name.
@@ -36,31 +34,16 @@ type itEnv struct {
 
 func newITEnv(t testing.TB) *itEnv {
 	t.Helper()
-	rt := testengine.Runtime(t)
+	rt := runtimetest.Engine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	image, err := testimage.Ensure(ctx, rt)
+	image, err := runtimetest.EnsureImage(ctx, rt)
 	if err != nil {
 		t.Fatalf("test image: %v", err)
 	}
 	runID := runtime.NewRunID()
 	env := &itEnv{rt: rt, runID: runID, cluster: "ccm-it-" + runID, network: "capd-e2e-ccm-" + runID, image: image}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		rep, err := leak.Check(ctx, rt, leak.Selector{RunID: runID})
-		if err != nil {
-			t.Errorf("cleanup: %v", err)
-			return
-		}
-		// Containers first: a network in use cannot go.
-		if err := leak.Remove(ctx, rt, leak.Report{Selector: rep.Selector, Containers: rep.Containers}); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-		if err := leak.Remove(ctx, rt, leak.Report{Selector: rep.Selector, Networks: rep.Networks, Volumes: rep.Volumes}); err != nil {
-			t.Errorf("cleanup: %v", err)
-		}
-	})
+	runtimetest.RemoveRunOnCleanup(t, rt, runID)
 	if _, err := rt.CreateNetwork(ctx, env.network, runtime.RunLabels(runID, "ccm-integration-test", nil)); err != nil {
 		t.Fatal(err)
 	}

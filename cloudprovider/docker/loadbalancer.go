@@ -16,7 +16,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/api"
 
-	"github.com/capd-e2e/capd-e2e/framework/ccm/names"
+	"github.com/capd-e2e/capd-e2e/cloudprovider/names"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
 

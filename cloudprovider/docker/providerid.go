@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/capd-e2e/capd-e2e/framework/ccm/names"
+	"github.com/capd-e2e/capd-e2e/cloudprovider/names"
 )
 
 // providerIDPrefix starts every provider ID: CAPD writes

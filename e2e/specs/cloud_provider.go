@@ -21,7 +21,7 @@ import (
 
 	"sigs.k8s.io/cluster-api/test/framework"
 
-	"github.com/capd-e2e/capd-e2e/framework/ccm/names"
+	"github.com/capd-e2e/capd-e2e/cloudprovider/names"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
 

@@ -299,7 +299,7 @@ func (c *Config) CloudProviderExternal() bool {
 }
 
 // VarStartupProbes says whether the harness adds a startup probe to the
-// providers' controllers (bootstrap.AddStartupProbes) in the clusterctl
+// providers' controllers (repository.AddStartupProbes) in the clusterctl
 // repository it creates: "true" (the default of the harness's config) or
 // "false" (the components as the providers ship them). A clusterctl
 // config given to the suite (-e2e.clusterctl-config) is never amended.

@@ -7,22 +7,21 @@ import (
 
 	"github.com/capd-e2e/capd-e2e/framework/leak"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
-	"github.com/capd-e2e/capd-e2e/internal/testengine"
-	"github.com/capd-e2e/capd-e2e/internal/testimage"
+	"github.com/capd-e2e/capd-e2e/framework/runtime/runtimetest"
 )
 
 // TestIntegrationLeakCheck plants a container, a network and a volume with a
 // run id in the real engine, expects the check to find all three, removes
 // them through the report and expects a clean second check.
 func TestIntegrationLeakCheck(t *testing.T) {
-	rt := testengine.Runtime(t)
+	rt := runtimetest.Engine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
 	runID := runtime.NewRunID()
 	labels := runtime.RunLabels(runID, "leak-test", map[string]string{runtime.LabelCluster: "leak-" + runID})
 	name := "capd-e2e-leak-" + runID
-	ref, err := testimage.Ensure(ctx, rt)
+	ref, err := runtimetest.EnsureImage(ctx, rt)
 	if err != nil {
 		t.Fatal(err)
 	}

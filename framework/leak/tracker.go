@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/capd-e2e/capd-e2e/framework/ccm/names"
+	"github.com/capd-e2e/capd-e2e/cloudprovider/names"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
 

@@ -20,7 +20,7 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/bootstrap"
 	"github.com/capd-e2e/capd-e2e/framework/logs"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
-	"github.com/capd-e2e/capd-e2e/internal/testengine"
+	"github.com/capd-e2e/capd-e2e/framework/runtime/runtimetest"
 )
 
 // Environment of BenchmarkCollectNode.
@@ -58,7 +58,7 @@ func BenchmarkCollectNode(b *testing.B) {
 	if os.Getenv(benchKindEnv) == "" {
 		b.Skipf("creates a kind cluster: set %s=1 to run", benchKindEnv)
 	}
-	r := testengine.Runtime(b)
+	r := runtimetest.Engine(b)
 	ctx := context.Background()
 	nodes := kindNodes(b, r)
 	b.Logf("nodes: %s", strings.Join(nodes, ", "))

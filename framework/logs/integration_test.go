@@ -15,14 +15,13 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/logs"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
-	"github.com/capd-e2e/capd-e2e/internal/testengine"
-	"github.com/capd-e2e/capd-e2e/internal/testimage"
+	"github.com/capd-e2e/capd-e2e/framework/runtime/runtimetest"
 )
 
 // engine connects to the engine from the environment. Integration tests
 // fail, never skip, when it is missing: CI must not go green without it.
 func engine(t *testing.T) *moby.Runtime {
-	return testengine.Runtime(t)
+	return runtimetest.Engine(t)
 }
 
 // file is one file planted in a container.
@@ -38,7 +37,7 @@ func start(t *testing.T, r *moby.Runtime, runID, name, cluster, role string, fil
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ref, err := testimage.Ensure(ctx, r)
+	ref, err := runtimetest.EnsureImage(ctx, r)
 	if err != nil {
 		t.Fatalf("test image: %v", err)
 	}
@@ -165,7 +164,7 @@ func waitForStdout(t *testing.T, ctx context.Context, r *moby.Runtime, name stri
 		if err := r.Logs(ctx, name, &out, nil); err != nil {
 			t.Fatalf("logs of %q: %v", name, err)
 		}
-		if strings.Contains(out.String(), testimage.StdoutLine) {
+		if strings.Contains(out.String(), runtimetest.StdoutLine) {
 			return
 		}
 		select {
@@ -255,8 +254,8 @@ func TestIntegrationCollectCluster(t *testing.T) {
 		"bootstrap/capd.bootstrap.started":                             "started\n",
 		"bootstrap/bootstrap-success.complete":                         "success\n",
 		"cloud-init-output.log":                                        "Cloud-init finished\n",
-		"container-stdout.log":                                         testimage.StdoutLine + "\n",
-		"container-stderr.log":                                         testimage.StderrLine + "\n",
+		"container-stdout.log":                                         runtimetest.StdoutLine + "\n",
+		"container-stderr.log":                                         runtimetest.StderrLine + "\n",
 	} {
 		if got := read(t, filepath.Join(m, name)); got != want {
 			t.Errorf("%s = %q, want %q", name, got, want)
@@ -303,7 +302,7 @@ func TestIntegrationCollectCluster(t *testing.T) {
 	if got := read(t, filepath.Join(l, "haproxy.cfg")); got != "frontend control-plane\n  bind *:6443\n" {
 		t.Errorf("haproxy.cfg = %q", got)
 	}
-	if got := read(t, filepath.Join(l, "container-stdout.log")); got != testimage.StdoutLine+"\n" {
+	if got := read(t, filepath.Join(l, "container-stdout.log")); got != runtimetest.StdoutLine+"\n" {
 		t.Errorf("load balancer container-stdout.log = %q", got)
 	}
 	if fs, _ := logs.ReadErrors(l); len(fs) != 0 {
@@ -401,7 +400,7 @@ func TestIntegrationStoppedMachine(t *testing.T) {
 	if got := read(t, filepath.Join(dir, "bootstrap/bootstrap-success.complete")); got != "success\n" {
 		t.Errorf("bootstrap sentinel = %q", got)
 	}
-	if got := read(t, filepath.Join(dir, "container-stdout.log")); got != testimage.StdoutLine+"\n" {
+	if got := read(t, filepath.Join(dir, "container-stdout.log")); got != runtimetest.StdoutLine+"\n" {
 		t.Errorf("container-stdout.log = %q", got)
 	}
 	assertClean(t, dir)

@@ -9,16 +9,15 @@ import (
 	"time"
 
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
+	"github.com/capd-e2e/capd-e2e/framework/runtime/runtimetest"
 	"github.com/capd-e2e/capd-e2e/framework/snapshot"
-	"github.com/capd-e2e/capd-e2e/internal/testengine"
-	"github.com/capd-e2e/capd-e2e/internal/testimage"
 )
 
 func TestIntegrationSnapshot(t *testing.T) {
-	r := testengine.Runtime(t)
+	r := runtimetest.Engine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ref, err := testimage.Ensure(ctx, r)
+	ref, err := runtimetest.EnsureImage(ctx, r)
 	if err != nil {
 		t.Fatalf("test image: %v", err)
 	}

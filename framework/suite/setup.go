@@ -51,11 +51,10 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/config"
 	"github.com/capd-e2e/capd-e2e/framework/config/upstream"
 	"github.com/capd-e2e/capd-e2e/framework/controllerlogs"
-	"github.com/capd-e2e/capd-e2e/framework/images/gobuild"
-	"github.com/capd-e2e/capd-e2e/framework/images/registry"
-	"github.com/capd-e2e/capd-e2e/framework/images/render"
+	"github.com/capd-e2e/capd-e2e/framework/images"
 	"github.com/capd-e2e/capd-e2e/framework/leak"
 	capdlogs "github.com/capd-e2e/capd-e2e/framework/logs"
+	"github.com/capd-e2e/capd-e2e/framework/repository"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
 	"github.com/capd-e2e/capd-e2e/framework/secrets"
@@ -303,7 +302,7 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 				refs = append(refs, img.Name)
 			}
 		}
-		return ensureImages(ctx, env.Runtime, cfg, slices.Compact(slices.Sorted(slices.Values(refs))), log)
+		return images.Ensure(ctx, env.Runtime, cfg.Build.Registry, slices.Compact(slices.Sorted(slices.Values(refs))), prefixed(log, "setup: "))
 	}); err != nil {
 		return env, err
 	}
@@ -325,14 +324,16 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 	if in.ClusterctlConfigPath != "" {
 		env.ClusterctlConfigPath = in.ClusterctlConfigPath
 	} else if err := phase("create the local clusterctl repository", func() error {
-		env.ClusterctlConfigPath, err = createRepository(ctx, cfg, env.E2EConfig, renderDir, filepath.Join(env.ArtifactFolder, "repository"))
+		env.ClusterctlConfigPath, err = repository.Create(ctx, repository.CreateInput{
+			Config: cfg, E2EConfig: env.E2EConfig, RenderDir: renderDir, RepositoryDir: filepath.Join(env.ArtifactFolder, "repository"),
+		})
 		return err
 	}); err != nil {
 		return env, err
 	}
 	if in.ClusterctlConfigPath == "" && cfg.StartupProbes() {
 		if err := phase("add startup probes to the providers' controllers", func() error {
-			amended, err := bootstrap.AddStartupProbes(env.ClusterctlConfigPath)
+			amended, err := repository.AddStartupProbes(env.ClusterctlConfigPath)
 			log("setup: %s=true: a startup probe added to %d controllers: %s", config.VarStartupProbes, len(amended), strings.Join(amended, ", "))
 			return err
 		}); err != nil {
@@ -352,7 +353,7 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 			if err := env.tracker.Track(ctx, env.ManagementClusterName); err != nil {
 				return err
 			}
-			images, err := imagesToLoad(ctx, env.Runtime, cfg.ManagementImages(), log)
+			refs, err := images.ToLoad(ctx, env.Runtime, cfg.ManagementImages(), prefixed(log, "setup: "))
 			if err != nil {
 				return err
 			}
@@ -368,7 +369,7 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 				// controllers' Deployments becoming Available, below,
 				// imply it.
 				NoWait: true,
-				Images: images,
+				Images: refs,
 			})
 			return err
 		}); err != nil {
@@ -470,6 +471,11 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 	return env, nil
 }
 
+// prefixed returns log with prefix before every format.
+func prefixed(log func(string, ...any), prefix string) func(string, ...any) {
+	return func(format string, args ...any) { log(prefix+format, args...) }
+}
+
 // catch runs f, which may fail the way upstream's helpers do (a Gomega
 // assertion, i.e. a panic under Ginkgo), and returns that as an error.
 func catch(f func()) (err error) {
@@ -480,104 +486,6 @@ func catch(f func()) (err error) {
 	}()
 	f()
 	return nil
-}
-
-// createRepository renders the built-in providers' components and the CNI
-// manifest into renderDir and creates the local clusterctl repository with
-// upstream's CreateRepository, with cert-manager marked as provided by the
-// harness.
-func createRepository(ctx context.Context, cfg *config.Config, e2e *clusterctl.E2EConfig, renderDir, repoDir string) (string, error) {
-	cache, err := gobuild.DefaultCacheDir()
-	if err != nil {
-		return "", err
-	}
-	r := &render.Renderer{Go: &gobuild.Builder{CacheDir: cache}}
-	if _, err := r.Components(ctx, cfg, renderDir); err != nil {
-		return "", err
-	}
-	cni, ok := cfg.LookupVariable(config.VarCNI)
-	if !ok || cni == "" {
-		cni = filepath.Join(renderDir, "cni", "kube-router.yaml")
-		if err := r.WriteKubeRouterManifest(ctx, cfg, cni); err != nil {
-			return "", err
-		}
-	} else {
-		cni = cfg.ResolvePath(cni)
-	}
-	// Upstream's CreateRepository runs kustomize for providers of type
-	// kustomize; give it the harness's, unless the user chose one.
-	if _, set := os.LookupEnv("CAPI_KUSTOMIZE_PATH"); !set {
-		k, err := r.Kustomize(ctx, cfg.Build.Kustomize)
-		if err != nil {
-			return "", err
-		}
-		if err := os.Setenv("CAPI_KUSTOMIZE_PATH", k); err != nil {
-			return "", err
-		}
-	}
-	var path string
-	err = catch(func() {
-		in := clusterctl.CreateRepositoryInput{E2EConfig: e2e, RepositoryFolder: repoDir}
-		in.RegisterClusterResourceSetConfigMapTransformation(cni, "CNI_RESOURCES")
-		path = clusterctl.CreateRepository(ctx, in)
-	})
-	if err != nil {
-		return "", err
-	}
-	if err := bootstrap.UseExternalCertManager(path); err != nil {
-		return "", err
-	}
-	return path, nil
-}
-
-// ensureImages checks the engine has refs and pulls, through the config's
-// registry settings, those it does not: a missing image is reported by name
-// with what to run, never left for kind or CAPD to pull.
-func ensureImages(ctx context.Context, rt runtime.Runtime, cfg *config.Config, refs []string, log func(string, ...any)) error {
-	reg := cfg.Build.Registry
-	puller := &registry.Puller{Images: rt, Mirror: reg.Mirror}
-	var missing []string
-	for _, ref := range refs {
-		_, err := rt.InspectImage(ctx, ref)
-		if err == nil {
-			continue
-		}
-		if !errors.Is(err, runtime.ErrNotFound) {
-			return err
-		}
-		if reg.Mirror == "" && reg.Policy == config.PolicyBuild {
-			missing = append(missing, ref)
-			continue
-		}
-		from, perr := puller.Pull(ctx, ref)
-		if perr != nil {
-			missing = append(missing, fmt.Sprintf("%s (pull from %s failed: %v)", ref, from, perr))
-			continue
-		}
-		log("setup: pulled %s from %s", ref, from)
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("images missing from the engine (run `make images` with this config): %s", strings.Join(missing, "; "))
-	}
-	return nil
-}
-
-// imagesToLoad returns the images to load into the kind nodes: mustLoad
-// ones must be in the engine (ensureImages made sure), tryLoad ones are
-// skipped when not.
-func imagesToLoad(ctx context.Context, rt runtime.Runtime, images []config.Image, log func(string, ...any)) ([]string, error) {
-	var refs []string
-	for _, img := range images {
-		if _, err := rt.InspectImage(ctx, img.Name); err != nil {
-			if img.LoadBehavior == config.TryLoad {
-				log("setup: skipping image %s (tryLoad): %v", img.Name, err)
-				continue
-			}
-			return nil, fmt.Errorf("image %s (mustLoad): %w", img.Name, err)
-		}
-		refs = append(refs, img.Name)
-	}
-	return refs, nil
 }
 
 // Teardown collects the management cluster's logs and container snapshot,

@@ -1,4 +1,4 @@
-package moby
+package moby_test
 
 import (
 	"context"
@@ -11,7 +11,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
-	"github.com/capd-e2e/capd-e2e/internal/testimage"
+	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
+	"github.com/capd-e2e/capd-e2e/framework/runtime/runtimetest"
 )
 
 // BenchmarkExecPhases splits an exec into the engine round trips Exec
@@ -35,7 +36,7 @@ func BenchmarkExecPhases(b *testing.B) {
 	if testing.Short() {
 		b.Skip("needs a container engine; skipped under -short")
 	}
-	r, err := New(Config{})
+	r, err := moby.New(moby.Config{})
 	if err != nil {
 		b.Fatalf("benchmarks need a container engine: %v", err)
 	}
@@ -46,17 +47,17 @@ func BenchmarkExecPhases(b *testing.B) {
 
 	phases := map[string][]time.Duration{}
 	add := func(name string, d time.Duration) { phases[name] = append(phases[name], d) }
-	daemon0, shim0, engOK := EngineCPU(id)
-	cpu0 := SelfCPU()
+	daemon0, shim0, engOK := moby.EngineCPU(id)
+	cpu0 := moby.SelfCPU()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		created, err := r.c.ExecCreate(ctx, id, client.ExecCreateOptions{Cmd: cmd, AttachStdout: true, AttachStderr: true})
+		created, err := moby.ClientOf(r).ExecCreate(ctx, id, client.ExecCreateOptions{Cmd: cmd, AttachStdout: true, AttachStderr: true})
 		if err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		att, err := r.c.ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
+		att, err := moby.ClientOf(r).ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -66,7 +67,7 @@ func BenchmarkExecPhases(b *testing.B) {
 		}
 		att.Close()
 		t3 := time.Now()
-		res, err := r.c.ExecInspect(ctx, created.ID, client.ExecInspectOptions{})
+		res, err := moby.ClientOf(r).ExecInspect(ctx, created.ID, client.ExecInspectOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -84,8 +85,8 @@ func BenchmarkExecPhases(b *testing.B) {
 	for _, name := range []string{"create", "upgrade", "stream", "inspect", "total"} {
 		b.ReportMetric(ms(median(phases[name])), name+"-ms")
 	}
-	b.ReportMetric(ms(SelfCPU()-cpu0)/float64(b.N), "client-cpu-ms/op")
-	if daemon1, shim1, ok := EngineCPU(id); ok && engOK {
+	b.ReportMetric(ms(moby.SelfCPU()-cpu0)/float64(b.N), "client-cpu-ms/op")
+	if daemon1, shim1, ok := moby.EngineCPU(id); ok && engOK {
 		b.ReportMetric(ms(daemon1-daemon0)/float64(b.N), "daemon-cpu-ms/op")
 		b.ReportMetric(ms(shim1-shim0)/float64(b.N), "shim-runc-cpu-ms/op")
 	}
@@ -107,11 +108,11 @@ func median(ds []time.Duration) time.Duration {
 
 // startContainer runs the test image, labelled with a run id, and removes
 // it when the benchmark ends. It returns the container's ID.
-func startContainer(b *testing.B, r *Runtime) string {
+func startContainer(b *testing.B, r *moby.Runtime) string {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ref, err := testimage.Ensure(ctx, r)
+	ref, err := runtimetest.EnsureImage(ctx, r)
 	if err != nil {
 		b.Fatalf("test image: %v", err)
 	}

@@ -13,14 +13,13 @@ import (
 
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
-	"github.com/capd-e2e/capd-e2e/internal/testengine"
-	"github.com/capd-e2e/capd-e2e/internal/testimage"
+	"github.com/capd-e2e/capd-e2e/framework/runtime/runtimetest"
 )
 
 // newRuntime connects to the engine at DOCKER_HOST. Integration tests fail,
 // never skip, when the engine is missing: CI must not go green without it.
 func newRuntime(t testing.TB) *moby.Runtime {
-	return testengine.Runtime(t)
+	return runtimetest.Engine(t)
 }
 
 // startTestContainer runs the test image with this test's run-id label and
@@ -29,7 +28,7 @@ func startTestContainer(t testing.TB, r *moby.Runtime, runID string, mutate func
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ref, err := testimage.Ensure(ctx, r)
+	ref, err := runtimetest.EnsureImage(ctx, r)
 	if err != nil {
 		t.Fatalf("test image: %v", err)
 	}
@@ -161,12 +160,12 @@ func TestIntegrationInspectLogsKill(t *testing.T) {
 		if err := r.Logs(ctx, name, &stdout, &stderr); err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(stderr.String(), testimage.StderrLine) || time.Now().After(deadline) {
+		if strings.Contains(stderr.String(), runtimetest.StderrLine) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if strings.TrimSpace(stdout.String()) != testimage.StdoutLine || strings.TrimSpace(stderr.String()) != testimage.StderrLine {
+	if strings.TrimSpace(stdout.String()) != runtimetest.StdoutLine || strings.TrimSpace(stderr.String()) != runtimetest.StderrLine {
 		t.Errorf("logs not separated: stdout=%q stderr=%q", stdout.String(), stderr.String())
 	}
 
@@ -310,7 +309,7 @@ func TestIntegrationLabelsNetworksVolumes(t *testing.T) {
 func TestIntegrationImageSaveLoad(t *testing.T) {
 	r := newRuntime(t)
 	ctx := ctxFor(t, 2*time.Minute)
-	ref, err := testimage.Ensure(ctx, r)
+	ref, err := runtimetest.EnsureImage(ctx, r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,433 @@
+// Command capd-e2e-images builds every image config/e2e.yaml names, from the
+// Go module proxy and Debian's archive only, into the local container
+// engine, and renders the Cluster API providers' components YAML and the
+// CNI manifest. It is what `make images` runs.
+//
+// Usage:
+//
+//	capd-e2e-images [-config config/e2e.yaml] [-only id,...] [-rebuild id,...] [-jobs N] [-list] [-render DIR]
+//
+// The config may be a provider's, merged over the harness's (config.Load):
+// its build.goImages are built too. Images whose inputs-hash label matches
+// the plan are reused, so a second run with nothing changed only checks
+// labels; images may also be pulled (build.registry.policy, IMAGE_POLICY,
+// IMAGE_MIRROR) and published (IMAGE_PUBLISH). Only the targets (node
+// images, load balancer, controllers, -only's steps) and what they need are
+// provided. Steps build -jobs at a time (CAPD_E2E_BUILD_JOBS, else the
+// number of CPUs) within a memory budget of three quarters of the memory
+// available at start; the longest chain of steps starts first. Steps that
+// compile Go run one at a time (goSlot), with GOGC=400 unless GOGC
+// is set; the others build beside them.
+// Environment: CAPD_E2E_CACHE (default $HOME/.cache/capd-e2e)
+// holds Go wrapper modules, build logs and compiled binaries; DOCKER_HOST
+// selects the engine as for the Docker CLI; CAPI_SOURCE_DIR builds Cluster
+// API from a working tree.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	goruntime "runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	cmimage "github.com/capd-e2e/capd-e2e/factory/certmanagerimage"
+	"github.com/capd-e2e/capd-e2e/factory/debian"
+	"github.com/capd-e2e/capd-e2e/factory/gobuild"
+	"github.com/capd-e2e/capd-e2e/factory/goimages"
+	"github.com/capd-e2e/capd-e2e/factory/kindbase"
+	"github.com/capd-e2e/capd-e2e/factory/nodeimage"
+	"github.com/capd-e2e/capd-e2e/factory/plan"
+	"github.com/capd-e2e/capd-e2e/factory/registry"
+	"github.com/capd-e2e/capd-e2e/framework/cni"
+	"github.com/capd-e2e/capd-e2e/framework/config"
+	"github.com/capd-e2e/capd-e2e/framework/images"
+	"github.com/capd-e2e/capd-e2e/framework/repository"
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
+	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
+	"github.com/capd-e2e/capd-e2e/internal/gomod"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "capd-e2e-images:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command-line flags.
+type options struct {
+	config    string
+	only      []string
+	rebuild   []string
+	list      bool
+	renderDir string
+	verbose   bool
+	jobs      int
+}
+
+// EnvJobs sets the default of -jobs.
+const EnvJobs = "CAPD_E2E_BUILD_JOBS"
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	var only, rebuild string
+	fs := flag.NewFlagSet("capd-e2e-images", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.config, "config", "config/e2e.yaml", "the E2E config file")
+	fs.StringVar(&only, "only", "", "comma-separated step IDs to build, with their dependencies (default: all)")
+	fs.StringVar(&rebuild, "rebuild", "", "comma-separated step IDs to build even when up to date")
+	fs.BoolVar(&o.list, "list", false, "print the plan and what would be built, build nothing")
+	fs.StringVar(&o.renderDir, "render", "", "also render the built-in providers' components and the CNI manifest into this directory")
+	fs.BoolVar(&o.verbose, "v", false, "also print the go command's output (it always goes to a log file)")
+	jobs := goruntime.NumCPU()
+	if v := os.Getenv(EnvJobs); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return o, fmt.Errorf("%s=%q: want a number of steps, 1 or more", EnvJobs, v)
+		}
+		jobs = n
+	}
+	fs.IntVar(&o.jobs, "jobs", jobs, "how many steps build at once, within the memory budget (default: "+EnvJobs+", else the number of CPUs)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.jobs < 1 {
+		return o, fmt.Errorf("-jobs %d: want 1 or more", o.jobs)
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	o.only, o.rebuild = splitList(only), splitList(rebuild)
+	return o, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// builderFiles returns the repository files whose content shapes the
+// images of each kind, as each builder's package declares them: changing
+// them rebuilds those images.
+func builderFiles() map[plan.Kind][]string {
+	m := map[plan.Kind][]string{
+		plan.KindCertManagerSubstitute: cmimage.Files,
+		plan.KindRootfs:                debian.Files,
+		plan.KindKindBase:              kindbase.Files,
+		plan.KindNode:                  nodeimage.NodeFiles,
+		plan.KindHAProxy:               nodeimage.HAProxyFiles,
+	}
+	for _, k := range goimages.Kinds {
+		m[k] = goimages.Files
+	}
+	return m
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	start := time.Now()
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(o.config)
+	if err != nil {
+		return err
+	}
+	// The builders' own files are the harness's, wherever the config is
+	// (a provider's config lives in the provider's repository).
+	repoRoot := cfg.HarnessDir()
+	cacheDir, err := gomod.CacheDir()
+	if err != nil {
+		return err
+	}
+	gob := &gobuild.Builder{CacheDir: cacheDir}
+	t0 := time.Now()
+	full, err := plan.New(cfg, plan.Options{RepoRoot: repoRoot, Files: builderFiles(), SourceHashes: sourceHashes(ctx, gob)})
+	if err != nil {
+		return err
+	}
+	if cfg.Build.ClusterAPI.Source != "" || len(cfg.Build.GoImages) > 0 {
+		fmt.Fprintf(stdout, "plan: local sources hashed in %s\n", time.Since(t0).Round(100*time.Millisecond))
+	}
+	p := full
+	if len(o.only) > 0 {
+		if p, err = subPlan(full, o.only, repoRoot); err != nil {
+			return err
+		}
+	}
+
+	rt, err := moby.New(moby.Config{})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	// Builders' detailed output (go, debootstrap, helper containers) only
+	// with -v; failures carry the end of it either way.
+	var logw io.Writer
+	if o.verbose {
+		gob.Output = stdout
+		logw = stdout
+	}
+	goImages := &goimages.Builders{Images: rt, Go: gob}
+	runID := runtime.NewRunID()
+	builders := map[plan.Kind]plan.Builder{
+		plan.KindRootfs:                &debian.RootfsBuilder{Images: rt, Log: logw},
+		plan.KindKindBase:              &kindbase.Builder{Runtime: rt, Go: gob, RunID: runID, Log: logw},
+		plan.KindNode:                  &nodeimage.Builder{Runtime: rt, Kube: goImages, KubeRouter: cfg.Build.KubeRouter, RunID: runID, Log: logw},
+		plan.KindHAProxy:               &nodeimage.HAProxyBuilder{Images: rt},
+		plan.KindCertManagerSubstitute: &cmimage.Builder{Images: rt, RepoRoot: repoRoot},
+	}
+	goImages.Register(builders)
+
+	if o.list {
+		return list(ctx, p, rt, builders, o.rebuild, cfg.Build.Registry, stdout)
+	}
+
+	p, unbuildable, err := withoutUnbuildable(ctx, p, rt, builders, o.rebuild, repoRoot)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	reg := cfg.Build.Registry
+	// The go commands the builders run inherit this process's environment.
+	if _, set := os.LookupEnv("GOGC"); !set {
+		if err := os.Setenv("GOGC", buildGOGC); err != nil {
+			return err
+		}
+	}
+	opts := plan.RunOptions{
+		Images: rt, Builders: builders, Progress: stdout, Rebuild: o.rebuild, Targets: o.only,
+		Puller: &images.Puller{Images: rt, Mirror: reg.Mirror},
+		Policy: func(s plan.Step) string { return reg.PolicyFor(s.ID, s.Published) },
+		Jobs:   o.jobs, MemoryBudget: memoryBudget(), Cost: plan.DefaultCost, Exclusive: goSlot,
+	}
+	if reg.Publish != "" {
+		opts.Publisher = &registry.Publisher{Images: rt, Registry: reg.Publish}
+	}
+	fmt.Fprintf(stdout, "images: policy %s, mirror %q, publish %q\n", reg.Policy, reg.Mirror, reg.Publish)
+	if err := plan.Run(ctx, p, opts); err != nil {
+		errs = append(errs, err)
+	}
+	if len(unbuildable) > 0 {
+		errs = append(errs, fmt.Errorf("no builder yet for: %s", strings.Join(unbuildable, ", ")))
+	}
+	// The suite renders the built-in providers' components with kustomize:
+	// build it now, so that the first suite run does not.
+	t1 := time.Now()
+	if _, err := repository.Kustomize(ctx, cfg.Build.Kustomize); err != nil {
+		errs = append(errs, err)
+	} else {
+		fmt.Fprintf(stdout, "kustomize %s ready in %s\n", cfg.Build.Kustomize.Version, time.Since(t1).Round(100*time.Millisecond))
+	}
+	if o.renderDir != "" {
+		if err := renderAll(ctx, cfg, o.renderDir, stdout); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	fmt.Fprintf(stdout, "total: %s\n", time.Since(start).Round(100*time.Millisecond))
+	return errors.Join(errs...)
+}
+
+// memoryBudget is three quarters of the memory available now (MemAvailable
+// in /proc/meminfo), leaving the rest to the engine and the page cache; 0
+// (no budget) where that cannot be read.
+// goSlot returns the key to give plan.RunOptions.Exclusive: one key,
+// goSlotKey, for every step whose builder compiles with the go command, so
+// that those run one at a time, and goimages.SharedBuild's key for the other
+// steps, which still build beside them (Debian root filesystems, the load
+// balancer, pause, node images from binaries already built).
+//
+// One go command keeps every CPU busy on its own: go build runs as many
+// compilers as there are CPUs and each compiles concurrently. Two at once on
+// a 2-CPU machine were 1.20 times slower and used 1.24 times the CPU of the
+// same two builds one after the other (scripts/bench-gobuild.sh, two cold
+// etcd builds), and a cold make images that ran Go builds side by side took
+// 59m2.9s.
+//
+// It lives here, not with the builders, because their files are hashed into
+// the images' inputs: a change of schedule must not rebuild images.
+func goSlot(s plan.Step) string {
+	switch s.Kind {
+	case plan.KindKubeComponent, plan.KindEtcd, plan.KindCoreDNS, plan.KindKubeRouter,
+		plan.KindClusterAPI, plan.KindGoImage, plan.KindKindBase, plan.KindCertManagerSubstitute:
+		return goSlotKey
+	}
+	return goimages.SharedBuild(s)
+}
+
+// goSlotKey is goSlot's key for the steps that compile Go.
+const goSlotKey = "go"
+
+// buildGOGC is the GOGC of the go commands (and so of the compilers and
+// linkers) the builders run, unless GOGC is set: their garbage collector runs
+// a quarter as often, for more memory. Two cold etcd builds took 0.89 times
+// the wall time and 0.90 times the CPU of GOGC's default (100)
+// (scripts/bench-gobuild.sh); the memory costs of plan.DefaultCost allow for
+// it.
+const buildGOGC = "400"
+
+func memoryBudget() int64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	return parseMemAvailable(string(data)) / 4 * 3
+}
+
+// parseMemAvailable returns MemAvailable from /proc/meminfo's text, in
+// bytes, or 0.
+func parseMemAvailable(meminfo string) int64 {
+	for _, line := range strings.Split(meminfo, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[0] == "MemAvailable:" && f[2] == "kB" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err == nil {
+				return kb * 1024
+			}
+		}
+	}
+	return 0
+}
+
+// renderAll writes the components YAML and the CNI manifest into dir.
+func renderAll(ctx context.Context, cfg *config.Config, dir string, out io.Writer) error {
+	t0 := time.Now()
+	var errs []error
+	files, err := repository.Components(ctx, cfg, filepath.Join(dir, "components"))
+	if err != nil {
+		errs = append(errs, err)
+	}
+	manifest := filepath.Join(dir, "cni", "kube-router.yaml")
+	if err := cni.WriteKubeRouterManifest(ctx, cfg, manifest); err != nil {
+		errs = append(errs, err)
+	} else {
+		files = append(files, manifest)
+	}
+	for _, f := range files {
+		fmt.Fprintf(out, "rendered %s\n", f)
+	}
+	fmt.Fprintf(out, "render: %d files in %s\n", len(files), time.Since(t0).Round(100*time.Millisecond))
+	return errors.Join(errs...)
+}
+
+// list prints each step, its image, its source policy and whether its
+// image is current; it pulls and builds nothing.
+func list(ctx context.Context, p *plan.Plan, rt plan.ImageInspector, builders map[plan.Kind]plan.Builder, rebuild []string, reg config.Registry, out io.Writer) error {
+	ds, err := p.Decide(ctx, rt, rebuild...)
+	if err != nil {
+		return err
+	}
+	for _, d := range ds {
+		what := "up to date"
+		if d.Build {
+			what = "not current: " + d.Reason
+		}
+		if builders[d.Step.Kind] == nil {
+			what += " [no builder yet]"
+		}
+		role := "-"
+		if d.Step.Target {
+			role = "target"
+		}
+		fmt.Fprintf(out, "%-40s %-16s %-72s %-6s %-15s %s\n", d.Step.ID, d.Step.Kind, d.Step.Image, role, reg.PolicyFor(d.Step.ID, d.Step.Published), what)
+	}
+	return nil
+}
+
+// sourceHashes adapts gobuild's SourceHashes to the plan.
+func sourceHashes(ctx context.Context, gob *gobuild.Builder) func(dir string, pkgs, tags []string) (map[string]plan.SourceInfo, error) {
+	return func(dir string, pkgs, tags []string) (map[string]plan.SourceInfo, error) {
+		h, err := gob.SourceHashes(ctx, gobuild.LocalTarget{Dir: dir, Packages: pkgs, Tags: tags})
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[string]plan.SourceInfo, len(h))
+		for k, v := range h {
+			out[k] = plan.SourceInfo{ImportPath: v.ImportPath, Hash: v.Hash}
+		}
+		return out, nil
+	}
+}
+
+// withoutUnbuildable drops the steps that must be built but have no
+// builder, and the steps depending on them, and names them; plan.Run
+// refuses a plan with such steps.
+func withoutUnbuildable(ctx context.Context, p *plan.Plan, rt plan.ImageInspector, builders map[plan.Kind]plan.Builder, rebuild []string, repoRoot string) (*plan.Plan, []string, error) {
+	ds, err := p.Decide(ctx, rt, rebuild...)
+	if err != nil {
+		return nil, nil, err
+	}
+	dropped := map[string]bool{}
+	var names []string
+	var keep []plan.Step
+	for _, d := range ds { // dependencies first
+		s := d.Step
+		bad := d.Build && builders[s.Kind] == nil
+		if !bad {
+			bad = slices.ContainsFunc(s.Deps, func(dep string) bool { return dropped[dep] })
+		}
+		if bad {
+			dropped[s.ID] = true
+			names = append(names, s.ID)
+			continue
+		}
+		keep = append(keep, s)
+	}
+	if len(names) == 0 {
+		return p, nil, nil
+	}
+	sub, err := plan.FromSteps(keep, plan.Options{RepoRoot: repoRoot})
+	return sub, names, err
+}
+
+// subPlan keeps the steps in ids and everything they depend on. The steps
+// keep their hashes: their inputs, files and dependencies are unchanged.
+func subPlan(p *plan.Plan, ids []string, repoRoot string) (*plan.Plan, error) {
+	want := map[string]bool{}
+	var add func(id string) error
+	add = func(id string) error {
+		if want[id] {
+			return nil
+		}
+		s, ok := p.Step(id)
+		if !ok {
+			return fmt.Errorf("-only %s: no such step (see -list)", id)
+		}
+		want[id] = true
+		for _, d := range s.Deps {
+			if err := add(d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, id := range ids {
+		if err := add(id); err != nil {
+			return nil, err
+		}
+	}
+	var steps []plan.Step
+	for _, s := range p.Steps() {
+		if want[s.ID] {
+			steps = append(steps, s)
+		}
+	}
+	return plan.FromSteps(steps, plan.Options{RepoRoot: repoRoot})
+}

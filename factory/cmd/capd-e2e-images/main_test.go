@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/capd-e2e/capd-e2e/factory/plan"
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
+)
+
+func testPlan(t *testing.T) *plan.Plan {
+	t.Helper()
+	p, err := plan.FromSteps([]plan.Step{
+		{ID: "rootfs/net", Kind: plan.KindRootfs, Image: "net:1", Inputs: map[string]string{}},
+		{ID: "kube-proxy/v1", Kind: plan.KindKubeComponent, Image: "proxy:1", Inputs: map[string]string{}, Deps: []string{"rootfs/net"}},
+		{ID: "kube-apiserver/v1", Kind: plan.KindKubeComponent, Image: "apiserver:1", Inputs: map[string]string{}},
+		{ID: "kind-base", Kind: plan.KindKindBase, Image: "base:1", Inputs: map[string]string{}},
+		{ID: "node/v1", Kind: plan.KindNode, Image: "node:1", Inputs: map[string]string{}, Deps: []string{"kind-base", "kube-proxy/v1"}},
+	}, plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func ids(p *plan.Plan) []string {
+	var out []string
+	for _, s := range p.Steps() {
+		out = append(out, s.ID)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestSubPlanKeepsDependenciesAndHashes(t *testing.T) {
+	p := testPlan(t)
+	sub, err := subPlan(p, []string{"kube-proxy/v1"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ids(sub), []string{"kube-proxy/v1", "rootfs/net"}; !slices.Equal(got, want) {
+		t.Errorf("steps = %v, want %v", got, want)
+	}
+	for _, s := range sub.Steps() {
+		orig, _ := p.Step(s.ID)
+		if s.Hash != orig.Hash {
+			t.Errorf("%s: hash changed in the sub-plan", s.ID)
+		}
+	}
+	if _, err := subPlan(p, []string{"nope"}, ""); err == nil {
+		t.Error("want an error for an unknown step")
+	}
+}
+
+// noImages is an ImageInspector of an empty engine.
+type noImages struct{}
+
+func (noImages) InspectImage(_ context.Context, ref string) (runtime.Image, error) {
+	return runtime.Image{}, runtime.ErrNotFound
+}
+
+func TestWithoutUnbuildable(t *testing.T) {
+	p := testPlan(t)
+	builders := map[plan.Kind]plan.Builder{plan.KindRootfs: plan.BuilderFunc(nil), plan.KindKubeComponent: plan.BuilderFunc(nil)}
+	sub, dropped, err := withoutUnbuildable(context.Background(), p, noImages{}, builders, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"kind-base", "node/v1"}; !slices.Equal(dropped, want) {
+		t.Errorf("dropped = %v, want %v", dropped, want)
+	}
+	if got, want := ids(sub), []string{"kube-apiserver/v1", "kube-proxy/v1", "rootfs/net"}; !slices.Equal(got, want) {
+		t.Errorf("kept = %v, want %v", got, want)
+	}
+}
+
+func TestSplitList(t *testing.T) {
+	if got := splitList(" a, b,,c "); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("splitList = %q", got)
+	}
+	if got := splitList(""); got != nil {
+		t.Errorf("splitList(\"\") = %q", got)
+	}
+}
+
+func TestJobs(t *testing.T) {
+	o, err := parseFlags([]string{"-jobs", "3"}, io.Discard)
+	if err != nil || o.jobs != 3 {
+		t.Errorf("-jobs 3: %+v, %v", o, err)
+	}
+	t.Setenv(EnvJobs, "5")
+	if o, err := parseFlags(nil, io.Discard); err != nil || o.jobs != 5 {
+		t.Errorf("%s=5: %+v, %v", EnvJobs, o, err)
+	}
+	t.Setenv(EnvJobs, "two")
+	if _, err := parseFlags(nil, io.Discard); err == nil || !strings.Contains(err.Error(), EnvJobs+`="two"`) {
+		t.Errorf("%s=two: %v, want an error naming it", EnvJobs, err)
+	}
+	t.Setenv(EnvJobs, "")
+	if _, err := parseFlags([]string{"-jobs", "0"}, io.Discard); err == nil || !strings.Contains(err.Error(), "-jobs 0") {
+		t.Errorf("-jobs 0: %v, want an error naming it", err)
+	}
+}
+
+func TestParseMemAvailable(t *testing.T) {
+	const meminfo = "MemTotal:       24567892 kB\nMemFree:        20000000 kB\nMemAvailable:   23000000 kB\nBuffers:          1000 kB\n"
+	if got, want := parseMemAvailable(meminfo), int64(23000000*1024); got != want {
+		t.Errorf("parseMemAvailable = %d, want %d", got, want)
+	}
+	if got := parseMemAvailable("MemTotal: 1 kB\n"); got != 0 {
+		t.Errorf("without MemAvailable = %d, want 0", got)
+	}
+}
+
+func TestGoSlot(t *testing.T) {
+	for _, tc := range []struct {
+		step plan.Step
+		want string
+	}{
+		{plan.Step{Kind: plan.KindKubeComponent, Inputs: map[string]string{plan.InputModule: "k8s.io/kubernetes", plan.InputVersion: "v1.36.3"}}, goSlotKey},
+		{plan.Step{Kind: plan.KindKubeComponent, Inputs: map[string]string{plan.InputModule: "k8s.io/kubernetes", plan.InputVersion: "v1.37.2"}}, goSlotKey},
+		{plan.Step{Kind: plan.KindEtcd}, goSlotKey},
+		{plan.Step{Kind: plan.KindCoreDNS}, goSlotKey},
+		{plan.Step{Kind: plan.KindKubeRouter}, goSlotKey},
+		{plan.Step{Kind: plan.KindClusterAPI, Inputs: map[string]string{plan.InputModule: "sigs.k8s.io/cluster-api", plan.InputVersion: "v1.14.2"}}, goSlotKey},
+		{plan.Step{Kind: plan.KindGoImage}, goSlotKey},
+		{plan.Step{Kind: plan.KindKindBase}, goSlotKey}, // crictl
+		{plan.Step{Kind: plan.KindCertManagerSubstitute}, goSlotKey},
+		// Node images take binaries the component steps built: they keep
+		// their version's key and build beside a Go build.
+		{plan.Step{Kind: plan.KindNode, Inputs: map[string]string{plan.InputVersion: "v1.36.3"}}, "k8s.io/kubernetes@v1.36.3"},
+		{plan.Step{Kind: plan.KindRootfs}, ""},
+		{plan.Step{Kind: plan.KindHAProxy}, ""},
+		{plan.Step{Kind: plan.KindPause}, ""},
+	} {
+		if got := goSlot(tc.step); got != tc.want {
+			t.Errorf("goSlot(%s %v) = %q, want %q", tc.step.Kind, tc.step.Inputs, got, tc.want)
+		}
+	}
+}

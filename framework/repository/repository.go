@@ -1,0 +1,91 @@
+package repository
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
+
+	"github.com/capd-e2e/capd-e2e/framework/cni"
+	"github.com/capd-e2e/capd-e2e/framework/config"
+)
+
+// CreateInput is the input of Create.
+type CreateInput struct {
+	// Config is the run's config. Required.
+	Config *config.Config
+	// E2EConfig is upstream's view of Config, whose built-in providers
+	// point into RenderDir (config/upstream.E2EConfig with RenderDir).
+	// Required.
+	E2EConfig *clusterctl.E2EConfig
+	// RenderDir receives the rendered components and CNI manifest, which
+	// CreateRepository copies into the repository. Required.
+	RenderDir string
+	// RepositoryDir is where the repository and its clusterctl config are
+	// written. Required.
+	RepositoryDir string
+}
+
+// Create renders the built-in providers' components and the CNI manifest
+// into RenderDir and creates the local clusterctl repository in
+// RepositoryDir with upstream's CreateRepository (which builds the config's
+// kustomize-type providers with the harness's kustomize unless
+// CAPI_KUSTOMIZE_PATH names one), with cert-manager marked as provided by
+// the harness (UseExternalCertManager). It returns the clusterctl config's
+// path. Startup probes are added separately (AddStartupProbes).
+func Create(ctx context.Context, in CreateInput) (string, error) {
+	if in.Config == nil || in.E2EConfig == nil || in.RenderDir == "" || in.RepositoryDir == "" {
+		return "", fmt.Errorf("create the clusterctl repository: CreateInput.Config, E2EConfig, RenderDir and RepositoryDir are required")
+	}
+	cfg := in.Config
+	if _, err := Components(ctx, cfg, in.RenderDir); err != nil {
+		return "", err
+	}
+	manifest, ok := cfg.LookupVariable(config.VarCNI)
+	if !ok || manifest == "" {
+		manifest = filepath.Join(in.RenderDir, "cni", "kube-router.yaml")
+		if err := cni.WriteKubeRouterManifest(ctx, cfg, manifest); err != nil {
+			return "", err
+		}
+	} else {
+		manifest = cfg.ResolvePath(manifest)
+	}
+	// Upstream's CreateRepository runs kustomize for providers of type
+	// kustomize; give it the harness's, unless the user chose one.
+	if _, set := os.LookupEnv("CAPI_KUSTOMIZE_PATH"); !set {
+		k, err := Kustomize(ctx, cfg.Build.Kustomize)
+		if err != nil {
+			return "", err
+		}
+		if err := os.Setenv("CAPI_KUSTOMIZE_PATH", k); err != nil {
+			return "", err
+		}
+	}
+	var path string
+	err := catch(func() {
+		cin := clusterctl.CreateRepositoryInput{E2EConfig: in.E2EConfig, RepositoryFolder: in.RepositoryDir}
+		cin.RegisterClusterResourceSetConfigMapTransformation(manifest, "CNI_RESOURCES")
+		path = clusterctl.CreateRepository(ctx, cin)
+	})
+	if err != nil {
+		return "", fmt.Errorf("create the clusterctl repository in %s: %w", in.RepositoryDir, err)
+	}
+	if err := UseExternalCertManager(path); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// catch runs f, which may fail the way upstream's helpers do (a Gomega
+// assertion, i.e. a panic under Ginkgo), and returns that as an error.
+func catch(f func()) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	f()
+	return nil
+}

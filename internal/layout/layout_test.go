@@ -1,0 +1,92 @@
+package layout
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/mod/modfile"
+)
+
+const module = "github.com/capd-e2e/capd-e2e"
+
+// deps returns, for each package matching patterns, the packages it
+// imports directly or indirectly (tests excluded), as `go list -deps`
+// reports them, run in dir with build tags.
+func deps(t *testing.T, dir string, tags string, patterns ...string) map[string][]string {
+	t.Helper()
+	args := []string{"list", "-tags", tags, "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`}
+	cmd := exec.Command("go", append(args, patterns...)...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v: %s", strings.Join(patterns, " "), err, stderr.String())
+	}
+	m := map[string][]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		m[f[0]] = f[1:]
+	}
+	if len(m) == 0 {
+		t.Fatalf("go list %s listed nothing", strings.Join(patterns, " "))
+	}
+	return m
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func TestProviderFacingPackagesDoNotImportTheFactory(t *testing.T) {
+	for pkg, ds := range deps(t, repoRoot(t), "e2e", "./framework/...", "./e2e/...") {
+		for _, d := range ds {
+			if strings.HasPrefix(d, module+"/factory/") {
+				t.Errorf("%s imports %s: what a provider imports must not pull in the image factory", pkg, d)
+			}
+		}
+	}
+}
+
+func TestCloudProviderDependsOnTheRuntimeAlone(t *testing.T) {
+	path := filepath.Join(repoRoot(t), "cloudprovider", "go.mod")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modfile.Parse(path, data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]bool{module + "/framework/runtime": true, module + "/cloudprovider/names": true}
+	for _, r := range f.Require {
+		if strings.HasPrefix(r.Mod.Path, module) && !allowed[r.Mod.Path] {
+			t.Errorf("cloudprovider/go.mod requires %s: the cloud provider may depend on the runtime module (and its names) alone", r.Mod.Path)
+		}
+	}
+	for _, r := range f.Replace {
+		if strings.HasPrefix(r.Old.Path, "sigs.k8s.io/cluster-api") {
+			t.Errorf("cloudprovider/go.mod replaces %s: it should need nothing of Cluster API", r.Old.Path)
+		}
+	}
+	// And its packages, as built: none of the harness's root module.
+	for pkg, ds := range deps(t, filepath.Join(repoRoot(t), "cloudprovider"), "", "./...") {
+		for _, d := range ds {
+			if strings.HasPrefix(d, module+"/") && !strings.HasPrefix(d, module+"/framework/runtime") && !strings.HasPrefix(d, module+"/cloudprovider") {
+				t.Errorf("%s imports %s", pkg, d)
+			}
+		}
+	}
+}
