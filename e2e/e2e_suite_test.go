@@ -15,11 +15,11 @@ import (
 
 // e2eSuite holds upstream's flags (-e2e.config, -e2e.artifacts-folder, ...)
 // and, once set up, the management cluster.
-var e2eSuite = suite.New(flag.CommandLine, "../config/e2e.yaml")
+var e2eSuite = suite.New(flag.CommandLine, suite.Options{DefaultConfig: "../config/e2e.yaml", Requirements: specs.Requirements})
 
 func TestE2E(t *testing.T) { e2eSuite.Run(t, "capd-e2e") }
 
 var _ = e2eSuite.RegisterSetupAndTeardown()
 
 // commonInput is what every spec of this suite gets.
-func commonInput() specs.CommonInput { return e2eSuite.CommonInput() }
+func commonInput() specs.CommonInput { return specs.CommonInputFrom(e2eSuite.Environment()) }

@@ -2,7 +2,7 @@
 # Prow entry point, and what `make test-e2e` runs.
 #
 # Honours ARTIFACTS (default: _artifacts), GINKGO_FOCUS, GINKGO_SKIP (space
-# separated), GINKGO_LABEL_FILTER (default: "PR-Blocking && !comparison"),
+# separated), GINKGO_LABEL_FILTER (default: "PR-Blocking"),
 # GINKGO_NODES (default 1), GINKGO_TIMEOUT (default 3h), E2E_CONFIG,
 # SKIP_RESOURCE_CLEANUP and USE_EXISTING_CLUSTER (true/1/yes), E2E_SUITE_DIR
 # (the Ginkgo suite's package directory, default e2e/; a provider's suite in
@@ -29,7 +29,7 @@ cd "$REPO_ROOT"
 export ARTIFACTS=${ARTIFACTS:-$REPO_ROOT/_artifacts}
 GINKGO_FOCUS=${GINKGO_FOCUS:-}
 GINKGO_SKIP=${GINKGO_SKIP:-}
-GINKGO_LABEL_FILTER=${GINKGO_LABEL_FILTER:-PR-Blocking && !comparison}
+GINKGO_LABEL_FILTER=${GINKGO_LABEL_FILTER:-PR-Blocking}
 GINKGO_NODES=${GINKGO_NODES:-1}
 GINKGO_TIMEOUT=${GINKGO_TIMEOUT:-3h}
 GRACE_PERIOD=${GRACE_PERIOD:-10m}

@@ -28,7 +28,7 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 FAULTS=${FAULTS:-bad-config setup-fail interrupt-kind interrupt-nodes interrupt-cp sigint-suite double-interrupt killed-rerun concurrent}
 unset SKIP_RESOURCE_CLEANUP CAPD_E2E_INJECT_FAULT GINKGO_FOCUS GINKGO_SKIP
-export GINKGO_LABEL_FILTER="PR-Blocking && !comparison"
+export GINKGO_LABEL_FILTER="PR-Blocking"
 
 log() { printf '[test-faults %s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 newid() { od -An -N6 -tx1 /dev/urandom | tr -d ' \n'; }

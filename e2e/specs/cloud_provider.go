@@ -25,21 +25,6 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
 
-// CloudControllerManager installs a workload cluster's
-// cloud-controller-manager in the management cluster (framework/ccm does,
-// for the docker cloud provider). The specs install it right after the
-// cluster's objects are created, before any Node registers, and uninstall
-// it once the Cluster is deleted.
-type CloudControllerManager interface {
-	// Install installs the manager of cluster in namespace; the Cluster
-	// exists.
-	Install(ctx context.Context, c client.Client, namespace, cluster string) error
-	// Uninstall removes what the manager of cluster made outside the
-	// management cluster (its load balancers) and returns their names; the
-	// Cluster is gone.
-	Uninstall(ctx context.Context, cluster string) ([]string, error)
-}
-
 // Taints the cloud-node and cloud-node-lifecycle controllers manage.
 const (
 	taintUninitialized = "node.cloudprovider.kubernetes.io/uninitialized"

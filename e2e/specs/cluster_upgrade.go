@@ -2,6 +2,7 @@ package specs
 
 import (
 	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 
@@ -13,6 +14,11 @@ import (
 // ClusterUpgradeSpecInput is the input of ClusterUpgradeSpec.
 type ClusterUpgradeSpecInput struct {
 	CommonInput
+
+	// Timeout bounds the spec's It. If unset, the sum of the spec's waits
+	// at the config's intervals (see Intervals below): each wait is bounded
+	// by its interval already, so this is a backstop.
+	Timeout time.Duration
 
 	// Flavor is the cluster template flavor. If unset, "upgrades"
 	// (cluster-template-upgrades.yaml).
@@ -68,10 +74,10 @@ type ClusterUpgradeSpecInput struct {
 // wait-machine-deployment-upgrade and wait-nodes-ready.
 func ClusterUpgradeSpec(inputGetter func() ClusterUpgradeSpecInput) {
 	It("upgrades the control plane, then the workers, to the new Kubernetes version",
-		Label(LabelUpgrade, LabelSlow), SpecTimeout(ClusterUpgradeTimeout),
-		func(ctx SpecContext) {
+		Label(LabelUpgrade, LabelSlow),
+		func(specCtx SpecContext) {
 			in := inputGetter()
-			r := begin(ctx, "k8s-upgrade", in.CommonInput)
+			r, ctx := begin(specCtx, "k8s-upgrade", in.CommonInput, in.Timeout)
 			from := r.variable(varKubernetesVersionUpgradeFrom)
 			to := r.variable(varKubernetesVersionUpgradeTo)
 			etcdTag := r.in.E2EConfig.GetVariableOrEmpty(varEtcdVersionUpgradeTo)

@@ -9,9 +9,11 @@
 //
 // Each XSpec takes a func returning its XSpecInput, called when the spec
 // runs (after the suite's setup has filled in the management cluster), and
-// registers one It with its labels (labels.go), a SpecTimeout and its
-// cleanup. Every input embeds CommonInput; optional fields say what happens
-// when they are unset.
+// registers one It with its labels (labels.go) and its cleanup. Every input
+// embeds CommonInput; optional fields say what happens when they are
+// unset. A spec is bounded by its input's Timeout, by default the sum of
+// its waits at the config's intervals (Ginkgo's SpecTimeout would have to
+// be known before the config is read).
 //
 // What every spec does besides its own checks:
 //
@@ -35,29 +37,34 @@
 //     failed, timed out or panicked.
 //
 // Spec logic lives here; wiring (flags, the management cluster, the
-// clusterctl repository) lives in the suite. A provider's suite, with its
-// own config and management cluster, calls the specs like this:
+// clusterctl repository) lives in framework/suite, below the specs. A
+// provider's suite, with its own config and management cluster, calls the
+// specs like this:
+//
+//	var e2eSuite = suite.New(flag.CommandLine, suite.Options{
+//		DefaultConfig: "config/e2e.yaml",
+//		Requirements:  specs.Requirements,
+//	})
 //
 //	var _ = Describe("Quick start", func() {
 //		specs.QuickStartSpec(func() specs.QuickStartSpecInput {
-//			return specs.QuickStartSpecInput{CommonInput: specs.CommonInput{
-//				E2EConfig:             e2eConfig,
-//				ClusterctlConfigPath:  clusterctlConfigPath,
-//				BootstrapClusterProxy: bootstrapClusterProxy,
-//				ArtifactFolder:        artifactFolder,
-//				SkipCleanup:           skipCleanup,
-//				Runtime:               rt, // e.g. moby.New(moby.Config{})
-//			}}
+//			return specs.QuickStartSpecInput{CommonInput: specs.CommonInputFrom(e2eSuite.Environment())}
 //		})
 //	})
 //
 //	var _ = Describe("Control-plane remediation", func() {
 //		specs.MachineHealthCheckSpec(func() specs.MachineHealthCheckSpecInput {
-//			return specs.MachineHealthCheckSpecInput{CommonInput: common, Mode: specs.ControlPlaneRemediation}
+//			return specs.MachineHealthCheckSpecInput{
+//				CommonInput: specs.CommonInputFrom(e2eSuite.Environment()),
+//				Mode:        specs.ControlPlaneRemediation,
+//			}
 //		})
 //	})
 //
-// and runs them with, e.g., ginkgo --label-filter=PR-Blocking.
+// A suite with a setup of its own fills CommonInput's fields itself
+// (E2EConfig, ClusterctlConfigPath, BootstrapClusterProxy, ArtifactFolder,
+// Runtime), as with upstream's specs. Run them with, e.g., ginkgo
+// --label-filter=PR-Blocking.
 //
 // The cluster templates the specs use by default are in data/ at the
 // repository root; a provider brings its own flavors of the same names, or

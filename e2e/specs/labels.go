@@ -13,10 +13,6 @@ package specs
 //	MachineHealthCheckSpec   remediation
 //	SelfHostedSpec           self-hosted, clusterctl, slow
 //
-// A suite's own measurement specs (capd-e2e's e2e/ compares itself with
-// upstream) carry "comparison", so that "!comparison" leaves them out; the
-// quick-starts run at once to measure scale also carry "scale".
-//
 // Examples: "PR-Blocking" runs what a pull request must pass; "!slow" leaves
 // out the specs that take more than about 20 minutes here; "remediation ||
 // self-hosted" runs those two.
@@ -37,12 +33,6 @@ const (
 	// LabelClusterctl marks specs that drive clusterctl beyond generating a
 	// template (init, move).
 	LabelClusterctl = "clusterctl"
-	// LabelComparison marks specs that measure this harness against
-	// upstream's (sigs.k8s.io/cluster-api/test) on the same cluster.
-	LabelComparison = "comparison"
-	// LabelScale marks a suite's specs that run several clusters at once
-	// (with GINKGO_NODES > 1) to measure how the harness scales.
-	LabelScale = "scale"
 	// LabelSlow marks specs that take more than about 20 minutes on a CI
 	// machine.
 	LabelSlow = "slow"

@@ -2,6 +2,7 @@ package specs
 
 import (
 	"context"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -13,6 +14,11 @@ import (
 // QuickStartSpecInput is the input of QuickStartSpec.
 type QuickStartSpecInput struct {
 	CommonInput
+
+	// Timeout bounds the spec's It. If unset, the sum of the spec's waits
+	// at the config's intervals (see Intervals below): each wait is bounded
+	// by its interval already, so this is a backstop.
+	Timeout time.Duration
 
 	// Flavor is the cluster template flavor. If unset, the default template
 	// (cluster-template.yaml).
@@ -55,10 +61,10 @@ type QuickStartSpecInput struct {
 // Variables: KUBERNETES_VERSION.
 func QuickStartSpec(inputGetter func() QuickStartSpecInput) {
 	It("creates a workload cluster whose Machines all become Ready, and deletes it without leftovers",
-		Label(LabelPRBlocking, LabelQuickStart), SpecTimeout(QuickStartTimeout),
-		func(ctx SpecContext) {
+		Label(LabelPRBlocking, LabelQuickStart),
+		func(specCtx SpecContext) {
 			in := inputGetter()
-			r := begin(ctx, "quick-start", in.CommonInput)
+			r, ctx := begin(specCtx, "quick-start", in.CommonInput, in.Timeout)
 			var wl framework.ClusterProxy
 			joinLB := func() {}
 			r.createCluster(ctx, createOptions{

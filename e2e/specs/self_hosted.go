@@ -3,9 +3,9 @@ package specs
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -23,6 +23,11 @@ import (
 // SelfHostedSpecInput is the input of SelfHostedSpec.
 type SelfHostedSpecInput struct {
 	CommonInput
+
+	// Timeout bounds the spec's It. If unset, the sum of the spec's waits
+	// at the config's intervals (see Intervals below): each wait is bounded
+	// by its interval already, so this is a backstop.
+	Timeout time.Duration
 
 	// Flavor is the cluster template flavor; its machines must be able to
 	// run the provider's controllers (for CAPD: the host's Docker socket
@@ -84,11 +89,11 @@ type SelfHostedSpecInput struct {
 // upstream sleeps three minutes).
 func SelfHostedSpec(inputGetter func() SelfHostedSpecInput) {
 	It("moves a cluster into itself, keeps it reconciled without a rollout, and moves it back",
-		Label(LabelSelfHosted, LabelClusterctl, LabelSlow), SpecTimeout(SelfHostedTimeout),
-		func(ctx SpecContext) {
+		Label(LabelSelfHosted, LabelClusterctl, LabelSlow),
+		func(specCtx SpecContext) {
 			in := inputGetter()
 			in.CloudControllerManager = nil
-			r := begin(ctx, "self-hosted", in.CommonInput)
+			r, ctx := begin(specCtx, "self-hosted", in.CommonInput, in.Timeout)
 			vars := map[string]string{}
 			if deref(in.PreloadImages, true) && in.E2EConfig.HasDockerProvider() {
 				vars[varDockerPreloadImages] = preloadImages(in.E2EConfig)
@@ -148,7 +153,7 @@ func SelfHostedSpec(inputGetter func() SelfHostedSpecInput) {
 			r.step("clusterctl move to the self-hosted cluster", func() {
 				// Registered before the move: if the move fails half way,
 				// the move back still tries to bring the objects home.
-				DeferCleanup(s.moveBack, NodeTimeout(CleanupTimeout))
+				DeferCleanup(s.moveBack, NodeTimeout(r.cleanupTimeout))
 				clusterctl.Move(ctx, clusterctl.MoveInput{
 					LogFolder:            r.bootstrapDir(),
 					ClusterctlConfigPath: r.in.ClusterctlConfigPath,
@@ -251,78 +256,6 @@ func (s *selfHostedRun) rolloutState(ctx context.Context, c client.Client) rollo
 	slices.Sort(st.Machines)
 	slices.Sort(st.MachineSets)
 	return st
-}
-
-// moveBack runs before the common cleanup: it collects the self-hosted
-// cluster's view, then moves the objects back to the bootstrap cluster, so
-// that the common cleanup deletes the cluster from there. If the move back
-// fails, the Cluster is left where it is (deleting it from inside itself
-// would pull the floor from under its own controllers): the common cleanup
-// then skips the deletion, and the leak check removes the containers and
-// fails the spec.
-func (s *selfHostedRun) moveBack(ctx SpecContext) {
-	holder := s.proxy
-	if !s.moved {
-		// The move failed part way: the Cluster is wherever clusterctl left
-		// it. Nothing to do if it is still in the bootstrap cluster.
-		s.mgmt = s.in.BootstrapClusterProxy
-		if s.clusterExists(ctx) {
-			return
-		}
-		s.mgmt = s.proxy
-		if !s.clusterExists(ctx) {
-			s.mgmt = s.in.BootstrapClusterProxy
-			return
-		}
-	}
-	if s.in.PreCleanupSelfHostedCluster != nil {
-		s.tryStep("cleanup: pre-cleanup hook on the self-hosted cluster", func() error {
-			s.in.PreCleanupSelfHostedCluster(s.proxy)
-			return nil
-		})
-	}
-	s.tryStep("cleanup: dump the self-hosted cluster's resources", func() error {
-		framework.DumpAllResources(ctx, framework.DumpAllResourcesInput{
-			Lister:               s.proxy.GetClient(),
-			KubeConfigPath:       s.proxy.GetKubeconfigPath(),
-			ClusterctlConfigPath: s.in.ClusterctlConfigPath,
-			Namespace:            s.namespace,
-			LogPath:              filepath.Join(s.clusterDir(), "resources-self-hosted"),
-		})
-		return nil
-	})
-
-	s.mgmt = nil // unknown until the move back is done
-	s.step("cleanup: clusterctl move back to the bootstrap cluster", func() {
-		cluster := &clusterv1.Cluster{}
-		Expect(holder.GetClient().Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: s.clusterName}, cluster)).To(Succeed())
-		framework.WaitForClusterMachineNodeRefs(ctx, framework.WaitForClusterMachineNodeRefsInput{
-			GetLister: holder.GetClient(), Cluster: cluster,
-		}, s.intervals("wait-worker-nodes")...)
-		clusterctl.Move(ctx, clusterctl.MoveInput{
-			LogFolder:            s.clusterDir(),
-			ClusterctlConfigPath: s.in.ClusterctlConfigPath,
-			FromKubeconfigPath:   holder.GetKubeconfigPath(),
-			ToKubeconfigPath:     s.in.BootstrapClusterProxy.GetKubeconfigPath(),
-			Namespace:            s.namespace,
-		})
-		s.mgmt = s.in.BootstrapClusterProxy
-		s.moved = false
-		framework.DiscoveryAndWaitForCluster(ctx, framework.DiscoveryAndWaitForClusterInput{
-			Getter: s.mgmt.GetClient(), Namespace: s.namespace, Name: s.clusterName,
-		}, s.intervals("wait-cluster")...)
-	})
-}
-
-// dispose stops the self-hosted cluster's watches and releases its proxy.
-// It runs after the move back, before the common cleanup.
-func (s *selfHostedRun) dispose(ctx SpecContext) {
-	if s.cancelWatches != nil {
-		s.cancelWatches()
-	}
-	if s.proxy != nil {
-		s.proxy.Dispose(ctx)
-	}
 }
 
 // preloadImages is DOCKER_PRELOAD_IMAGES extended with every image of the

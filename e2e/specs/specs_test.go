@@ -30,7 +30,7 @@ func TestSpecTree(t *testing.T) {
 	if !report.SuiteSucceeded {
 		t.Fatalf("the spec tree does not build: %v", report.SpecialSuiteFailureReasons)
 	}
-	vocabulary := []string{LabelPRBlocking, LabelQuickStart, LabelUpgrade, LabelRemediation, LabelSelfHosted, LabelClusterctl, LabelComparison, LabelSlow}
+	vocabulary := []string{LabelPRBlocking, LabelQuickStart, LabelUpgrade, LabelRemediation, LabelSelfHosted, LabelClusterctl, LabelSlow}
 	want := map[string][]string{
 		"quick-start": {LabelPRBlocking, LabelQuickStart},
 		"upgrade":     {LabelUpgrade, LabelSlow},

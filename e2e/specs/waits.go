@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	. "github.com/onsi/gomega"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -159,22 +158,6 @@ func (r *run) waitForWorkers(ctx context.Context, c client.WithWatch) []*cluster
 	})
 	Expect(err).ToNot(HaveOccurred())
 	return mds
-}
-
-// waitForClusterGone waits for the Cluster to be deleted (upstream:
-// WaitForClusterDeleted).
-func (r *run) waitForClusterGone(ctx context.Context, c client.WithWatch) error {
-	return r.wait(c, "wait-delete-cluster", "Cluster "+r.clusterName+" deleted", &clusterv1.ClusterList{}).Until(ctx, func(ctx context.Context) (bool, string) {
-		cluster := &clusterv1.Cluster{}
-		err := c.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.clusterName}, cluster)
-		if apierrors.IsNotFound(err) {
-			return true, ""
-		}
-		if err != nil {
-			return false, err.Error()
-		}
-		return false, "phase " + cluster.Status.Phase
-	})
 }
 
 // conditionTrue returns "" when conds has condType True with an empty

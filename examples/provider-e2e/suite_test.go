@@ -16,7 +16,12 @@ import (
 // a kind management cluster named after config/e2e.yaml's
 // managementClusterName, the provider's images loaded, cert-manager,
 // clusterctl init with the provider, and teardown without leftovers.
-var e2eSuite = suite.New(flag.CommandLine, "config/e2e.yaml")
+var e2eSuite = suite.New(flag.CommandLine, suite.Options{
+	DefaultConfig: "config/e2e.yaml",
+	// What the specs need of the config, checked before setup creates
+	// anything.
+	Requirements: specs.Requirements,
+})
 
 func TestE2E(t *testing.T) { e2eSuite.Run(t, "my-provider-e2e") }
 
@@ -24,10 +29,10 @@ var _ = e2eSuite.RegisterSetupAndTeardown()
 
 var _ = Describe("My provider", func() {
 	specs.QuickStartSpec(func() specs.QuickStartSpecInput {
-		return specs.QuickStartSpecInput{CommonInput: e2eSuite.CommonInput()}
+		return specs.QuickStartSpecInput{CommonInput: specs.CommonInputFrom(e2eSuite.Environment())}
 	})
 
 	specs.MachineHealthCheckSpec(func() specs.MachineHealthCheckSpecInput {
-		return specs.MachineHealthCheckSpecInput{CommonInput: e2eSuite.CommonInput(), Mode: specs.WorkerRemediation}
+		return specs.MachineHealthCheckSpecInput{CommonInput: specs.CommonInputFrom(e2eSuite.Environment()), Mode: specs.WorkerRemediation}
 	})
 })

@@ -399,7 +399,7 @@ func (b *Builder) goMods(ctx context.Context, mods []module.Version) ([]sourceMo
 }
 
 // logEnv returns the settings of env that decide what the go command builds
-// and how (those env sets, and GOGC), for the log: scripts/bench-gobuild.sh
+// and how (those env sets, and GOGC), for the log: bench/scripts/gobuild.sh
 // replays a logged build with them.
 func logEnv(env []string) []string {
 	var out []string

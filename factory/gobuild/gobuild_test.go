@@ -243,7 +243,7 @@ func TestPruneOutputs(t *testing.T) {
 }
 
 // TestLogEnv checks that a build's log names the settings the build ran
-// with (scripts/bench-gobuild.sh replays them) and nothing else of the
+// with (bench/scripts/gobuild.sh replays them) and nothing else of the
 // environment.
 func TestLogEnv(t *testing.T) {
 	t.Setenv("GOGC", "400")

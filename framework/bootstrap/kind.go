@@ -59,8 +59,9 @@ type KindOptions struct {
 	// LogFolder receives the nodes' logs (collected through Runtime) when
 	// creation fails. If empty, none are collected.
 	LogFolder string
-	// Runtime is used to collect logs on failure and to list nodes. Required.
-	Runtime runtime.Runtime
+	// Runtime is used to check the node image, load images, list and
+	// remove nodes and collect their logs. Required.
+	Runtime Engine
 	// EnableOwnerReferencesPermissionEnforcement turns on the admission
 	// plugin upstream enables to catch RBAC errors with blockOwnerDeletion.
 	EnableOwnerReferencesPermissionEnforcement bool
@@ -71,8 +72,18 @@ type KindCluster struct {
 	Name           string
 	KubeconfigPath string
 	provider       *kind.Provider
-	rt             runtime.Runtime
+	rt             Engine
 }
+
+// Engine is what a kind cluster needs of the container engine, besides
+// what kind's own provider does.
+type Engine interface {
+	ImageLoader
+	logs.Engine
+	RemoveContainer(ctx context.Context, nameOrID string) error
+}
+
+var _ Engine = runtime.Runtime(nil)
 
 func (o KindOptions) validate() error {
 	var errs []error

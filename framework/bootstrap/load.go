@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 
@@ -17,6 +18,14 @@ type LoadResult struct {
 	Err  error
 }
 
+// ImageLoader is what LoadImages needs of the engine: the images, and an
+// exec into each node.
+type ImageLoader interface {
+	InspectImage(ctx context.Context, ref string) (runtime.Image, error)
+	SaveImages(ctx context.Context, refs ...string) (io.ReadCloser, error)
+	Exec(ctx context.Context, nameOrID string, opts runtime.ExecOptions) (runtime.ExecResult, error)
+}
+
 // LoadImages streams refs from the engine into the containerd of every node
 // (the k8s.io namespace, where the kubelet looks), all nodes at once. Each
 // node gets its own `SaveImages` stream piped into `ctr images import` on
@@ -24,7 +33,7 @@ type LoadResult struct {
 // imported without being pinned, as a pull would leave them.
 //
 // It returns an error naming every node that failed, with ctr's stderr.
-func LoadImages(ctx context.Context, rt runtime.Runtime, nodes, refs []string) error {
+func LoadImages(ctx context.Context, rt ImageLoader, nodes, refs []string) error {
 	if len(refs) == 0 {
 		return nil
 	}
@@ -55,7 +64,7 @@ func LoadImages(ctx context.Context, rt runtime.Runtime, nodes, refs []string) e
 	return errors.Join(errs...)
 }
 
-func loadIntoNode(ctx context.Context, rt runtime.Runtime, node string, refs []string) error {
+func loadIntoNode(ctx context.Context, rt ImageLoader, node string, refs []string) error {
 	archive, err := rt.SaveImages(ctx, refs...)
 	if err != nil {
 		return fmt.Errorf("load images into node %q: %w", node, err)

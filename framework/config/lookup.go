@@ -16,11 +16,18 @@ const DefaultPollInterval = 10 * time.Second
 // GetIntervals. It is an error when neither exists: a wait without a
 // configured interval is a hard-coded wait.
 func (c *Config) Intervals(spec, key string) (timeout, poll time.Duration, err error) {
+	return IntervalsOf(c.IntervalsByKey, spec, key)
+}
+
+// IntervalsOf is Intervals over a map of intervals as the config file and
+// upstream's E2EConfig.Intervals hold them ("<spec>/<key>" to [timeout] or
+// [timeout, poll]): the one reader of an interval, whichever view holds it.
+func IntervalsOf(intervals map[string][]string, spec, key string) (timeout, poll time.Duration, err error) {
 	name := spec + "/" + key
-	v, ok := c.IntervalsByKey[name]
+	v, ok := intervals[name]
 	if !ok {
 		name = "default/" + key
-		if v, ok = c.IntervalsByKey[name]; !ok {
+		if v, ok = intervals[name]; !ok {
 			return 0, 0, fmt.Errorf("intervals: neither %q nor %q is set", spec+"/"+key, name)
 		}
 	}

@@ -94,8 +94,31 @@ func (r Report) Err() error {
 	return errors.New(r.String())
 }
 
+// Lister is what a leak check needs of the engine.
+type Lister interface {
+	ListContainers(ctx context.Context, f runtime.Filter) ([]runtime.Container, error)
+	ListNetworks(ctx context.Context, f runtime.Filter) ([]runtime.Network, error)
+	ListVolumes(ctx context.Context, f runtime.Filter) ([]runtime.Volume, error)
+}
+
+// Remover is what removing leftovers needs of the engine.
+type Remover interface {
+	RemoveContainer(ctx context.Context, nameOrID string) error
+	RemoveNetwork(ctx context.Context, nameOrID string) error
+	RemoveVolume(ctx context.Context, name string) error
+}
+
+// Engine is a Lister and a Remover: what finding and removing a dead run's
+// leftovers needs.
+type Engine interface {
+	Lister
+	Remover
+}
+
+var _ Engine = runtime.Runtime(nil)
+
 // Check lists the objects that sel selects.
-func Check(ctx context.Context, rt runtime.Runtime, sel Selector) (Report, error) {
+func Check(ctx context.Context, rt Lister, sel Selector) (Report, error) {
 	if sel.RunID == "" && len(sel.clusters()) == 0 {
 		return Report{}, errors.New("leak check: selector has neither a run id nor a cluster name")
 	}
@@ -143,7 +166,7 @@ func Check(ctx context.Context, rt runtime.Runtime, sel Selector) (Report, error
 // Remove deletes everything the report lists: containers first (with their
 // anonymous volumes), then networks, then volumes. It tries every object
 // and returns all the errors it met.
-func Remove(ctx context.Context, rt runtime.Runtime, rep Report) error {
+func Remove(ctx context.Context, rt Remover, rep Report) error {
 	var errs []error
 	for _, c := range rep.Containers {
 		errs = append(errs, rt.RemoveContainer(ctx, c.ID))

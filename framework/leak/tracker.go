@@ -50,20 +50,29 @@ const MaxForeignAge = 6 * time.Hour
 // (the suite tears down after Ginkgo interrupts; a Ryuk session would end
 // with the connection instead).
 type Tracker struct {
-	rt    runtime.Resources
+	rt    Markers
 	runID string
 	owner string
 }
 
+// Markers is what a Tracker needs of the engine: its markers are volumes.
+type Markers interface {
+	CreateVolume(ctx context.Context, name string, labels map[string]string) error
+	ListVolumes(ctx context.Context, f runtime.Filter) ([]runtime.Volume, error)
+	RemoveVolume(ctx context.Context, name string) error
+}
+
+var _ Markers = runtime.Resources(nil)
+
 // NewTracker returns the tracker of run runID, owned by this process.
-func NewTracker(rt runtime.Resources, runID string) *Tracker {
+func NewTracker(rt Markers, runID string) *Tracker {
 	return &Tracker{rt: rt, runID: runID, owner: selfOwner()}
 }
 
 // NewTrackerFor returns the tracker of run runID on behalf of the process
 // that owns the run (another Ginkgo process: the run lives as long as the
 // process that set it up, which tears it down).
-func NewTrackerFor(rt runtime.Resources, runID, owner string) *Tracker {
+func NewTrackerFor(rt Markers, runID, owner string) *Tracker {
 	return &Tracker{rt: rt, runID: runID, owner: owner}
 }
 
@@ -127,7 +136,7 @@ func (r Run) Alive() bool {
 }
 
 // Runs lists the runs that have markers in the engine, by id.
-func Runs(ctx context.Context, rt runtime.Resources) ([]Run, error) {
+func Runs(ctx context.Context, rt Lister) ([]Run, error) {
 	vols, err := rt.ListVolumes(ctx, runtime.Filter{Labels: map[string]string{runtime.LabelCreatedBy: markerComponent}})
 	if err != nil {
 		return nil, fmt.Errorf("list run markers: %w", err)
@@ -163,7 +172,7 @@ func Runs(ctx context.Context, rt runtime.Resources) ([]Run, error) {
 // CheckRun lists what run runID left: its labelled containers, networks
 // and volumes (its markers aside), and the containers of every cluster it
 // tracked.
-func CheckRun(ctx context.Context, rt runtime.Runtime, runID string) (Report, error) {
+func CheckRun(ctx context.Context, rt Lister, runID string) (Report, error) {
 	runs, err := Runs(ctx, rt)
 	if err != nil {
 		return Report{Selector: Selector{RunID: runID}}, err
@@ -179,7 +188,7 @@ func CheckRun(ctx context.Context, rt runtime.Runtime, runID string) (Report, er
 
 // FinishRun removes run runID's markers once CheckRun found it clean;
 // with leftovers, they stay, so that Reap can finish the job later.
-func FinishRun(ctx context.Context, rt runtime.Runtime, runID string) error {
+func FinishRun(ctx context.Context, rt Engine, runID string) error {
 	rep, err := CheckRun(ctx, rt, runID)
 	if err != nil {
 		return err
@@ -190,7 +199,7 @@ func FinishRun(ctx context.Context, rt runtime.Runtime, runID string) error {
 	return removeMarkers(ctx, rt, runID)
 }
 
-func removeMarkers(ctx context.Context, rt runtime.Resources, runID string) error {
+func removeMarkers(ctx context.Context, rt Engine, runID string) error {
 	vols, err := rt.ListVolumes(ctx, runtime.Filter{Labels: map[string]string{runtime.LabelCreatedBy: markerComponent, runtime.LabelRunID: runID}})
 	if err != nil {
 		return err
@@ -212,7 +221,7 @@ type Reaped struct {
 // Reap removes everything of the runs whose owner is gone (see
 // Run.Alive), or of the runs in ids whatever their owner's state, and
 // their markers. Runs of live owners are never touched.
-func Reap(ctx context.Context, rt runtime.Runtime, ids ...string) ([]Reaped, error) {
+func Reap(ctx context.Context, rt Engine, ids ...string) ([]Reaped, error) {
 	runs, err := Runs(ctx, rt)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package logs
 
 import (
+	"io"
 	"context"
 	"errors"
 	"fmt"
@@ -83,12 +84,24 @@ type Target struct {
 	Dir string
 }
 
+// Engine is what a Collector needs of the container engine: reading
+// containers, never changing them.
+type Engine interface {
+	ListContainers(ctx context.Context, f runtime.Filter) ([]runtime.Container, error)
+	InspectContainer(ctx context.Context, nameOrID string) (runtime.ContainerDetails, error)
+	Exec(ctx context.Context, nameOrID string, opts runtime.ExecOptions) (runtime.ExecResult, error)
+	CopyFrom(ctx context.Context, nameOrID, path string) (io.ReadCloser, error)
+	Logs(ctx context.Context, nameOrID string, stdout, stderr io.Writer) error
+}
+
+var _ Engine = runtime.Containers(nil)
+
 // Collector collects logs from CAPD containers through a container runtime.
 // Its zero value is not usable: set Runtime. It is safe for concurrent use
 // as long as its fields are not changed meanwhile.
 type Collector struct {
 	// Runtime is the engine the containers run in. Required.
-	Runtime runtime.Containers
+	Runtime Engine
 
 	// CommandTimeout bounds each command, copy, inspect and log read on a
 	// container. If zero, DefaultCommandTimeout. Inside a machine it is

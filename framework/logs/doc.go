@@ -101,7 +101,7 @@
 // are still taken through the engine API, since it serves them from a
 // stopped container too.
 //
-// This package must not talk to an engine except through runtime.Containers,
+// This package must not talk to an engine except through its Engine (a part of runtime.Containers),
 // must not run the docker CLI or a host tar, must not stop at the first
 // failure, and must never block past its deadlines. What it runs inside a
 // machine must only read, apart from its own staging folder.

@@ -44,10 +44,16 @@ func tail(b []byte, n int) []byte {
 	return b[len(b)-n:]
 }
 
+// Execer runs commands in containers: the part of Containers that Output
+// needs.
+type Execer interface {
+	Exec(ctx context.Context, nameOrID string, opts ExecOptions) (ExecResult, error)
+}
+
 // Output runs cmd in the container through r and returns its standard
 // output. A non-zero exit code gives an *ExitError that holds the standard
 // error; other failures are returned as Exec returned them.
-func Output(ctx context.Context, r Containers, container string, cmd ...string) ([]byte, error) {
+func Output(ctx context.Context, r Execer, container string, cmd ...string) ([]byte, error) {
 	var stdout, stderr bytes.Buffer
 	res, err := r.Exec(ctx, container, ExecOptions{Cmd: cmd, Stdout: &stdout, Stderr: &stderr})
 	if err != nil {

@@ -4,7 +4,7 @@
 // reads first when a machine never came up, and as JSON for tools.
 //
 // It only reads: it must not change, start, stop or remove a container, and
-// it talks to the engine only through runtime.Containers.
+// it talks to the engine only through Engine, which only reads.
 package snapshot
 
 import (
@@ -93,11 +93,19 @@ type Snapshot struct {
 // DefaultTimeout bounds Take when ctx has no earlier deadline.
 const DefaultTimeout = 30 * time.Second
 
+// Engine is what Take needs of the container engine.
+type Engine interface {
+	ListContainers(ctx context.Context, f runtime.Filter) ([]runtime.Container, error)
+	InspectContainer(ctx context.Context, nameOrID string) (runtime.ContainerDetails, error)
+}
+
+var _ Engine = runtime.Containers(nil)
+
 // Take lists the containers selected by f and inspects each, concurrently.
 // A container that cannot be inspected is recorded in Snapshot.Errors and
 // the error is returned too, along with everything else that was found; an
 // error from the listing itself gives an empty Snapshot.
-func Take(ctx context.Context, r runtime.Containers, f Filter) (Snapshot, error) {
+func Take(ctx context.Context, r Engine, f Filter) (Snapshot, error) {
 	s := Snapshot{TakenAt: time.Now().UTC(), Filter: f}
 	if r == nil {
 		return s, errors.New("snapshot: nil runtime")

@@ -19,22 +19,44 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"sigs.k8s.io/cluster-api/test/framework/ginkgoextensions"
-
-	"github.com/capd-e2e/capd-e2e/e2e/specs"
 )
 
-// Timeouts of the suite's setup and teardown nodes. Setup covers kind,
-// image load, cert-manager, clusterctl init (wait-controllers) and the
-// webhook check; teardown log collection and deletion.
-var (
-	SetupTimeout    = 45 * time.Minute
-	TeardownTimeout = 15 * time.Minute
+// Options configure a Suite.
+type Options struct {
+	// DefaultConfig is the default of -e2e.config, relative to the suite's
+	// package directory. Required.
+	DefaultConfig string
+
+	// Requirements returns what the specs carrying any of labels need of
+	// the config (with no labels: every spec's); setup checks those of the
+	// selected specs before it creates anything. capd-e2e's specs give
+	// theirs with e2e/specs.Requirements. If nil, nothing is checked before
+	// setup (each spec still fails clearly on what it lacks).
+	Requirements func(labels ...string) []Requirement
+
+	// SetupTimeout bounds the setup node: kind, the image load,
+	// cert-manager, clusterctl init (wait-controllers) and the webhook
+	// check. If zero, 45 minutes.
+	SetupTimeout time.Duration
+
+	// TeardownTimeout bounds the teardown node: the management cluster's
+	// logs, its deletion and the leak check. If zero, 15 minutes.
+	TeardownTimeout time.Duration
+}
+
+// Default timeouts of the setup and teardown nodes (Options).
+const (
+	defaultSetupTimeout    = 45 * time.Minute
+	defaultTeardownTimeout = 15 * time.Minute
 )
 
 // Suite wires Setup and Teardown into a Ginkgo suite, with upstream's
 // flags. A provider's suite is:
 //
-//	var e2eSuite = suite.New(flag.CommandLine, "config/e2e.yaml")
+//	var e2eSuite = suite.New(flag.CommandLine, suite.Options{
+//		DefaultConfig: "config/e2e.yaml",
+//		Requirements:  specs.Requirements,
+//	})
 //
 //	func TestE2E(t *testing.T) { e2eSuite.Run(t, "my-provider-e2e") }
 //
@@ -42,7 +64,7 @@ var (
 //
 //	var _ = Describe("Quick start", func() {
 //		specs.QuickStartSpec(func() specs.QuickStartSpecInput {
-//			return specs.QuickStartSpecInput{CommonInput: e2eSuite.CommonInput()}
+//			return specs.QuickStartSpecInput{CommonInput: specs.CommonInputFrom(e2eSuite.Environment())}
 //		})
 //	})
 type Suite struct {
@@ -65,19 +87,24 @@ type Suite struct {
 	// client's scheme (DefaultScheme plus the provider's types).
 	Scheme *apiruntime.Scheme
 
+	opts       Options
 	logOptions *logs.Options
 	env        *Environment
-	// specs are the requirements of the specs that will run, found by
-	// Run; nil until then (every spec's are checked).
-	specs []specs.Requirement
+	// requirements are those of the specs that will run, found by Run.
+	requirements []Requirement
 }
 
 // New registers upstream's suite flags on fs (flag.CommandLine in a test
-// binary) and returns the Suite they configure. defaultConfig is the
-// default of -e2e.config, relative to the suite's package directory.
-func New(fs *flag.FlagSet, defaultConfig string) *Suite {
-	s := &Suite{logOptions: logs.NewOptions()}
-	fs.StringVar(&s.ConfigPath, "e2e.config", defaultConfig, "path to the e2e config file (merged over the harness's config/e2e.yaml)")
+// binary) and returns the Suite they configure.
+func New(fs *flag.FlagSet, opts Options) *Suite {
+	if opts.SetupTimeout == 0 {
+		opts.SetupTimeout = defaultSetupTimeout
+	}
+	if opts.TeardownTimeout == 0 {
+		opts.TeardownTimeout = defaultTeardownTimeout
+	}
+	s := &Suite{opts: opts, logOptions: logs.NewOptions()}
+	fs.StringVar(&s.ConfigPath, "e2e.config", opts.DefaultConfig, "path to the e2e config file (merged over the harness's config/e2e.yaml)")
 	fs.StringVar(&s.ArtifactFolder, "e2e.artifacts-folder", "_artifacts", "folder for test artifacts; the ARTIFACTS environment variable takes precedence")
 	fs.BoolVar(&s.AlsoLogToFile, "e2e.also-log-to-file", true, "also write Ginkgo's output, with timestamps, to ginkgo-log.txt in the artifacts folder")
 	fs.BoolVar(&s.SkipCleanup, "e2e.skip-resource-cleanup", false, "keep clusters, namespaces and the kind management cluster after the tests")
@@ -103,7 +130,7 @@ func (s *Suite) Run(t *testing.T, description string) {
 	g.Expect(err).ToNot(HaveOccurred())
 	g.Expect(os.MkdirAll(s.ArtifactFolder, 0o755)).To(Succeed(), "cannot create the artifacts folder %q", s.ArtifactFolder)
 	RegisterFailHandler(Fail)
-	s.specs = selectedRequirements(description)
+	s.requirements = s.selectedRequirements(description)
 	if s.AlsoLogToFile {
 		w, err := ginkgoextensions.EnableFileLogging(filepath.Join(s.ArtifactFolder, "ginkgo-log.txt"))
 		g.Expect(err).ToNot(HaveOccurred())
@@ -125,7 +152,7 @@ func (s *Suite) RegisterSetupAndTeardown() bool {
 			ClusterctlConfigPath: s.ClusterctlConfig,
 			SkipCleanup:          s.SkipCleanup,
 			Scheme:               s.Scheme,
-			Specs:                s.specs,
+			Requirements:         s.requirements,
 		}
 		if s.UseExistingCluster {
 			in.KubeconfigPath = currentKubeconfig()
@@ -133,17 +160,17 @@ func (s *Suite) RegisterSetupAndTeardown() bool {
 		env, err := Setup(ctx, in, logf)
 		s.env = env
 		Expect(err).ToNot(HaveOccurred(), "suite setup")
-		data, err := env.Marshal()
+		data, err := env.marshal()
 		Expect(err).ToNot(HaveOccurred())
 		return data
 	}, func(data []byte) {
 		if s.env != nil {
 			return // process 1 set it up
 		}
-		env, err := Connect(data, nil, s.Scheme)
+		env, err := connect(data, nil, s.Scheme)
 		Expect(err).ToNot(HaveOccurred(), "connect to the suite's management cluster")
 		s.env = env
-	}, NodeTimeout(SetupTimeout))
+	}, NodeTimeout(s.opts.SetupTimeout))
 
 	SynchronizedAfterSuite(func(ctx SpecContext) {
 		if GinkgoParallelProcess() != 1 {
@@ -151,25 +178,26 @@ func (s *Suite) RegisterSetupAndTeardown() bool {
 		}
 	}, func(ctx SpecContext) {
 		Expect(s.env.Teardown(ctx)).To(Succeed(), "suite teardown")
-	}, NodeTimeout(TeardownTimeout))
+	}, NodeTimeout(s.opts.TeardownTimeout))
 	return true
 }
 
-// Environment returns the set-up environment (nil before setup).
-func (s *Suite) Environment() *Environment { return s.env }
-
-// CommonInput returns the specs' CommonInput; call it inside a spec's
-// input function, which runs after setup.
-func (s *Suite) CommonInput() specs.CommonInput {
+// Environment returns the set-up environment: call it inside a spec's
+// input function, which runs after setup. It fails the spec when setup
+// did not run (RegisterSetupAndTeardown was not called).
+func (s *Suite) Environment() *Environment {
 	Expect(s.env).ToNot(BeNil(), "the suite's setup did not run (call RegisterSetupAndTeardown)")
-	return s.env.CommonInput()
+	return s.env
 }
 
 // selectedRequirements walks the spec tree as the run will (Ginkgo's
 // PreviewSpecs honours the label filter, focus and skip flags) and returns
 // the requirements of the specs that will run, so that setup checks the
 // config for them before it creates anything.
-func selectedRequirements(description string) []specs.Requirement {
+func (s *Suite) selectedRequirements(description string) []Requirement {
+	if s.opts.Requirements == nil {
+		return nil
+	}
 	report := PreviewSpecs(description)
 	labels := []string{}
 	for _, sr := range report.SpecReports {
@@ -178,9 +206,9 @@ func selectedRequirements(description string) []specs.Requirement {
 		}
 	}
 	if len(labels) == 0 {
-		return []specs.Requirement{} // only specs of the suite's own, or none
+		return nil // only specs of the suite's own, or none
 	}
-	return specs.Requirements(labels...)
+	return s.opts.Requirements(labels...)
 }
 
 func currentKubeconfig() string {

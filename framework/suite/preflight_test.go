@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/capd-e2e/capd-e2e/e2e/specs"
 	"github.com/capd-e2e/capd-e2e/framework/config"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/fake"
 )
@@ -56,14 +55,23 @@ var mutating = []string{"RunContainer", "Exec", "CopyTo", "Kill", "Stop", "Start
 // environments: each must fail naming the field, in one line per problem,
 // before the engine is touched.
 func TestBadInputStopsBeforeAnythingIsCreated(t *testing.T) {
-	quickStart := specs.Requirements(specs.LabelQuickStart)
-	upgrade := specs.Requirements(specs.LabelUpgrade)
+	// Shaped like e2e/specs' own (the suite must not import the specs).
+	create := []string{"wait-cluster", "wait-control-plane", "wait-worker-nodes", "wait-delete-cluster"}
+	quickStart := []Requirement{{Spec: "quick-start", Label: "quick-start",
+		Variables: []string{"KUBERNETES_VERSION"}, KubernetesVersions: []string{"KUBERNETES_VERSION"}, Intervals: create}}
+	upgrade := []Requirement{{Spec: "k8s-upgrade", Label: "upgrade",
+		Variables:          []string{"KUBERNETES_VERSION_UPGRADE_FROM", "KUBERNETES_VERSION_UPGRADE_TO"},
+		KubernetesVersions: []string{"KUBERNETES_VERSION_UPGRADE_FROM", "KUBERNETES_VERSION_UPGRADE_TO"}, Intervals: create}}
+	remediation := []Requirement{{Spec: "md-remediation", Label: "remediation",
+		Variables: []string{"KUBERNETES_VERSION"}, KubernetesVersions: []string{"KUBERNETES_VERSION"},
+		Intervals: append(slices.Clone(create), "wait-machine-remediation")}}
+	every := slices.Concat(quickStart, upgrade, remediation)
 	tests := []struct {
 		name    string
 		env     map[string]string
 		harness func(string) string // edits the harness config
 		overlay string              // a provider's config instead of the harness's
-		specs   []specs.Requirement
+		specs   []Requirement
 		want    []string
 	}{
 		{name: "KUBERNETES_VERSION empty in the environment", env: map[string]string{"KUBERNETES_VERSION": ""}, specs: quickStart,
@@ -104,7 +112,7 @@ func TestBadInputStopsBeforeAnythingIsCreated(t *testing.T) {
 			want: []string{`build.registry.policy (IMAGE_POLICY): "always"`, `variables.KUBERNETES_VERSION_UPGRADE_FROM (environment): "v1.30.0" has no build.kubernetes entry`,
 				"intervals[default/wait-nodes-ready]: poll 1h0m0s is longer than timeout 10m0s"}},
 		{name: "every problem of the specs at once", env: map[string]string{"KUBERNETES_VERSION": "", "KUBERNETES_VERSION_UPGRADE_TO": ""},
-			harness: replace(`  default/wait-machine-remediation: ["5m", "10s"]`+"\n", ""), specs: specs.Requirements(),
+			harness: replace(`  default/wait-machine-remediation: ["5m", "10s"]`+"\n", ""), specs: every,
 			want: []string{"variables.KUBERNETES_VERSION: required by spec quick-start", "variables.KUBERNETES_VERSION_UPGRADE_TO: required by spec k8s-upgrade",
 				`intervals: neither "md-remediation/wait-machine-remediation" nor "default/wait-machine-remediation" is set (needed by spec md-remediation)`}},
 	}
@@ -128,7 +136,7 @@ func TestBadInputStopsBeforeAnythingIsCreated(t *testing.T) {
 			}
 			engine := fake.New()
 			artifacts := t.TempDir()
-			env, err := Setup(context.Background(), SetupInput{ConfigPath: configPath, ArtifactFolder: artifacts, Runtime: engine, Specs: tt.specs}, t.Logf)
+			env, err := Setup(context.Background(), SetupInput{ConfigPath: configPath, ArtifactFolder: artifacts, Runtime: engine, Requirements: tt.specs}, t.Logf)
 			if err == nil {
 				t.Fatal("Setup succeeded")
 			}

@@ -60,6 +60,16 @@ func TestProviderFacingPackagesDoNotImportTheFactory(t *testing.T) {
 	}
 }
 
+func TestFrameworkDoesNotImportTheSpecs(t *testing.T) {
+	for pkg, ds := range deps(t, repoRoot(t), "e2e", "./framework/...") {
+		for _, d := range ds {
+			if strings.HasPrefix(d, module+"/e2e") {
+				t.Errorf("%s imports %s: the specs sit above the framework, never below it", pkg, d)
+			}
+		}
+	}
+}
+
 func TestCloudProviderDependsOnTheRuntimeAlone(t *testing.T) {
 	path := filepath.Join(repoRoot(t), "cloudprovider", "go.mod")
 	data, err := os.ReadFile(path)

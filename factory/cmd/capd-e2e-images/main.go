@@ -257,7 +257,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // One go command keeps every CPU busy on its own: go build runs as many
 // compilers as there are CPUs and each compiles concurrently. Two at once on
 // a 2-CPU machine were 1.20 times slower and used 1.24 times the CPU of the
-// same two builds one after the other (scripts/bench-gobuild.sh, two cold
+// same two builds one after the other (bench/scripts/gobuild.sh, two cold
 // etcd builds), and a cold make images that ran Go builds side by side took
 // 59m2.9s.
 //
@@ -279,7 +279,7 @@ const goSlotKey = "go"
 // linkers) the builders run, unless GOGC is set: their garbage collector runs
 // a quarter as often, for more memory. Two cold etcd builds took 0.89 times
 // the wall time and 0.90 times the CPU of GOGC's default (100)
-// (scripts/bench-gobuild.sh); the memory costs of plan.DefaultCost allow for
+// (bench/scripts/gobuild.sh); the memory costs of plan.DefaultCost allow for
 // it.
 const buildGOGC = "400"
 

@@ -8,7 +8,9 @@
 package upstream
 
 import (
+	"fmt"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
 
@@ -64,6 +66,19 @@ func E2EConfig(c *config.Config, renderDir string) (*clusterctl.E2EConfig, error
 	}
 	out.Defaults()
 	return out, nil
+}
+
+// Intervals returns the timeout and poll interval of key for spec in e,
+// with the rules of the typed config (config.IntervalsOf): "<spec>/<key>",
+// else "default/<key>"; [timeout] or [timeout, poll], poll defaulting to
+// config.DefaultPollInterval. A suite that passes an E2EConfig of its own
+// (loaded by upstream's loader) gets the same answer as one derived by
+// E2EConfig.
+func Intervals(e *clusterctl.E2EConfig, spec, key string) (timeout, poll time.Duration, err error) {
+	if e == nil {
+		return 0, 0, fmt.Errorf("intervals %s/%s: no E2EConfig", spec, key)
+	}
+	return config.IntervalsOf(e.Intervals, spec, key)
 }
 
 func files(fs []config.File) []clusterctl.Files {

@@ -106,3 +106,49 @@ func mustDuration(t *testing.T, v any) time.Duration {
 	}
 	return d
 }
+
+// TestIntervalsOneReader checks that an interval reads the same through the
+// typed config, through the E2EConfig derived from it, and through an
+// E2EConfig a provider loaded with upstream's own loader, which keeps a
+// one-value interval as written; and that a bad interval fails all three
+// alike.
+func TestIntervalsOneReader(t *testing.T) {
+	ours, err := config.Load(repoConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours.IntervalsByKey["default/wait-short"] = []string{"4m"}
+	ours.IntervalsByKey["quick-start/wait-short"] = []string{"2m", "5s"}
+	derived, err := E2EConfig(ours, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As upstream's LoadE2EConfig leaves them: the file's values verbatim.
+	loaded := &clusterctl.E2EConfig{Intervals: maps.Clone(ours.IntervalsByKey)}
+	for _, tc := range []struct {
+		spec, key     string
+		timeout, poll time.Duration
+	}{
+		{"quick-start", "wait-short", 2 * time.Minute, 5 * time.Second},
+		{"self-hosted", "wait-short", 4 * time.Minute, config.DefaultPollInterval},
+		{"quick-start", "wait-cluster", 5 * time.Minute, 10 * time.Second},
+	} {
+		for name, read := range map[string]func() (time.Duration, time.Duration, error){
+			"typed":   func() (time.Duration, time.Duration, error) { return ours.Intervals(tc.spec, tc.key) },
+			"derived": func() (time.Duration, time.Duration, error) { return Intervals(derived, tc.spec, tc.key) },
+			"loaded":  func() (time.Duration, time.Duration, error) { return Intervals(loaded, tc.spec, tc.key) },
+		} {
+			timeout, poll, err := read()
+			if err != nil || timeout != tc.timeout || poll != tc.poll {
+				t.Errorf("%s %s/%s = %s, %s, %v; want %s, %s", name, tc.spec, tc.key, timeout, poll, err, tc.timeout, tc.poll)
+			}
+		}
+	}
+	loaded.Intervals["default/wait-bad"] = []string{"10s", "1m"}
+	if _, _, err := Intervals(loaded, "quick-start", "wait-bad"); err == nil || !strings.Contains(err.Error(), "longer than timeout") {
+		t.Errorf("a poll longer than its timeout: %v", err)
+	}
+	if _, _, err := Intervals(loaded, "quick-start", "wait-missing"); err == nil || !strings.Contains(err.Error(), `"default/wait-missing"`) {
+		t.Errorf("a missing interval: %v", err)
+	}
+}

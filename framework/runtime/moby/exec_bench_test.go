@@ -14,7 +14,7 @@ import (
 // BenchmarkExec runs one trivial command in one container, through this
 // runtime and, as the baseline the harness replaces, through the docker CLI
 // (the only place in this repository that runs it). Besides ns/op (a mean)
-// it reports the median in ms as "ms-median", which scripts/bench-exec.sh
+// it reports the median in ms as "ms-median", which bench/scripts/exec.sh
 // compares; run it with the load on and off to see both regimes.
 //
 // It also reports CPU per exec: "client-cpu-ms/op" is this process's for

@@ -20,7 +20,7 @@
 #               binaries' sizes are listed side by side.
 # Ratios are against the first side.
 #
-# Usage: scripts/bench-gobuild.sh [WRAPPER_DIR [WRAPPER_DIR]]
+# Usage: bench/scripts/gobuild.sh [WRAPPER_DIR [WRAPPER_DIR]]
 #
 # A wrapper dir is one of the image builder's Go build modules under
 # ~/.cache/capd-e2e/gobuild (made by `make images`); the build replayed is
@@ -32,7 +32,7 @@
 # module cache is shared and warm: downloads are not measured). Results go to
 # $ARTIFACTS/bench-gobuild/results.md.
 set -o errexit -o nounset -o pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 cache=${CAPD_E2E_GOBUILD_CACHE:-$HOME/.cache/capd-e2e/gobuild}
 gogc=${BENCH_GOGC:-400}

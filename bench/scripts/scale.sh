@@ -2,7 +2,7 @@
 # `make bench-scale`: one quick-start alone, then three at once
 # (GINKGO_NODES=3, one per Ginkgo process), in one run of this script. Each
 # side is a real `scripts/ci-e2e.sh` run with its own management cluster
-# (label filter "scale", e2e/scale_test.go). It reports, from the specs'
+# (bench/e2e, label filter "scale"). It reports, from the specs'
 # summary.json files, each side's wall time from the first spec's start to
 # the last one's end (the management cluster's setup is not in it) and
 # their ratio; and, from the engine's stats sampled every 5 s during the
@@ -14,7 +14,7 @@
 # fails: where this machine runs out, with the least memory it had left and
 # its highest load average on the way.
 set -o errexit -o nounset -o pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 out=${ARTIFACTS:-$PWD/_artifacts}/bench-scale
 rm -rf "$out"
@@ -51,7 +51,7 @@ sample() {
 side() {
   local name=$1 nodes=$2 focus=$3 rc=0
   echo "bench-scale: $name (GINKGO_NODES=$nodes SCALE_CLUSTERS=$nodes)" >&2
-  ARTIFACTS=$out/$name GINKGO_LABEL_FILTER=scale GINKGO_NODES=$nodes SCALE_CLUSTERS=$nodes GINKGO_FOCUS=$focus \
+  E2E_SUITE_DIR=$PWD/bench/e2e ARTIFACTS=$out/$name GINKGO_LABEL_FILTER=scale GINKGO_NODES=$nodes SCALE_CLUSTERS=$nodes GINKGO_FOCUS=$focus \
     scripts/ci-e2e.sh >"$out/$name.log" 2>&1 || rc=$?
   if ((rc != 0)); then
     echo "bench-scale: $name failed (rc $rc); see $out/$name.log" >&2

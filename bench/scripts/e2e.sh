@@ -4,7 +4,7 @@
 #   pr          the PR-Blocking job (default label filter): suite time (Ginkgo's
 #               "Ran ... in"), setup phases, the quick-start's phase table;
 #   comparison  our quick-start, upstream's QuickStartSpec and the two log
-#               collectors on one management cluster (e2e/comparison_test.go).
+#               collectors on one management cluster (bench/e2e, a suite of its own).
 #
 # For every workload cluster of a run, results.md also tells when KCP's
 # cluster cache tried to connect to it against when its API server started
@@ -30,7 +30,7 @@
 # directly, without ci-e2e.sh's last scan, and an older checkout may redact
 # less): anything found is redacted, and the run is marked failed.
 set -o errexit -o nounset -o pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 repo=$PWD
 out=${ARTIFACTS:-$PWD/_artifacts}/bench-e2e
 rm -rf "$out"
@@ -43,11 +43,13 @@ go build -o hack/tools/bin/capd-e2e-secrets ./cmd/capd-e2e-secrets
 secrets=$repo/hack/tools/bin/capd-e2e-secrets
 declare -A failed=()
 
-# suite NAME DIR FILTER [SKIP_REGEXP]: the suite of checkout DIR, as ci-e2e.sh runs it.
+# suite NAME DIR SUITE FILTER [SKIP_REGEXP]: the suite in folder SUITE of
+# checkout DIR (e2e, the product's; bench/e2e, the measurements'), as
+# ci-e2e.sh runs it.
 suite() {
-  local name=$1 dir=$2 filter=$3 skip=${4:-} rc=0
+  local name=$1 dir=$2 sub=$3 filter=$4 skip=${5:-} rc=0
   echo "bench-e2e: $name (label filter: $filter)" >&2
-  (cd "$dir/e2e" && ARTIFACTS=$out/$name "$ginkgo" -v --tags=e2e --timeout=1h --label-filter="$filter" ${skip:+--skip="$skip"} \
+  (cd "$dir/$sub" && ARTIFACTS=$out/$name "$ginkgo" -v --tags=e2e --timeout=1h --label-filter="$filter" ${skip:+--skip="$skip"} \
     --junit-report=junit.e2e_suite.1.xml --output-dir="$out/$name" . -- \
     -e2e.config="$dir/config/e2e.yaml" -e2e.artifacts-folder="$out/$name") >"$out/$name.log" 2>&1 || rc=$?
   if ((rc != 0)); then
@@ -202,23 +204,25 @@ report() {
   echo
 }
 
+# "!comparison" keeps a checkout from before bench/e2e (whose e2e suite held
+# the comparison specs) to the same specs.
 filter=${FILTER:-PR-Blocking && !comparison}
 runs=()
 if [[ -n ${BEFORE_DIR:-} ]]; then
   [[ -f $BEFORE_DIR/e2e/e2e_suite_test.go ]] || { echo "bench-e2e: BEFORE_DIR=$BEFORE_DIR holds no e2e suite" >&2; exit 1; }
-  suite pr-before "$(cd "$BEFORE_DIR" && pwd)" "$filter" "${SKIP:-}"
+  suite pr-before "$(cd "$BEFORE_DIR" && pwd)" e2e "$filter" "${SKIP:-}"
   runs+=(pr-before)
 elif [[ -n ${BEFORE_REF:-} ]]; then
   before=$(mktemp -d)/before
   git worktree add --detach "$before" "$BEFORE_REF" >&2
   trap 'git worktree remove --force "$before" >/dev/null 2>&1 || true' EXIT
-  suite pr-before "$before" "$filter" "${SKIP:-}"
+  suite pr-before "$before" e2e "$filter" "${SKIP:-}"
   runs+=(pr-before)
 fi
-suite pr "$repo" "$filter" "${SKIP:-}"
+suite pr "$repo" e2e "$filter" "${SKIP:-}"
 runs+=(pr)
 if [[ ${COMPARISON:-true} == true ]]; then
-  suite comparison "$repo" '(comparison && !scale) || (PR-Blocking && !comparison)'
+  suite comparison "$repo" bench/e2e '!scale'
   runs+=(comparison)
 fi
 {

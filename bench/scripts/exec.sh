@@ -6,7 +6,7 @@
 set -o errexit -o nounset -o pipefail
 
 N=${BENCH_N:-50}
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=$(mktemp -d)
 burners=()
 stop_burners() { for p in "${burners[@]}"; do kill "$p" 2>/dev/null || true; done; burners=(); }

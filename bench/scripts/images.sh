@@ -12,7 +12,7 @@
 # $ARTIFACTS/bench-images/. Slow: two cold builds, 38 minutes in all on 2 cores.
 # SIDES overrides the -jobs values measured, e.g. SIDES=2 for one side only.
 set -o errexit -o nounset -o pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 out=${ARTIFACTS:-$PWD/_artifacts}/bench-images
 mkdir -p "$out"

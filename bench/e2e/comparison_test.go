@@ -27,7 +27,7 @@ import (
 // cluster and config. They assert only that both sides did their job; the
 // numbers go to the artifacts folder (comparison/) and the Ginkgo log.
 
-var _ = Describe("Upstream's quick-start on the same management cluster", Label(specs.LabelComparison), func() {
+var _ = Describe("Upstream's quick-start on the same management cluster", Label(labelComparison), func() {
 	capie2e.QuickStartSpec(context.Background(), func() capie2e.QuickStartSpecInput {
 		in := commonInput()
 		return capie2e.QuickStartSpecInput{
@@ -40,7 +40,7 @@ var _ = Describe("Upstream's quick-start on the same management cluster", Label(
 	})
 })
 
-var _ = Describe("Log collection compared with upstream's DockerLogCollector", Label(specs.LabelComparison), func() {
+var _ = Describe("Log collection compared with upstream's DockerLogCollector", Label(labelComparison), func() {
 	specs.QuickStartSpec(func() specs.QuickStartSpecInput {
 		return specs.QuickStartSpecInput{
 			CommonInput:              commonInput(),

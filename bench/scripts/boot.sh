@@ -23,7 +23,7 @@
 # config/e2e.yaml, built by `make images`); ROUNDS (default 5). Uses the
 # docker CLI: it measures the engine, not our runtime.
 set -o errexit -o nounset -o pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 rounds=${ROUNDS:-5}
 version=$(awk '/^  KUBERNETES_VERSION:/ {gsub(/"/, "", $2); print $2; exit}' config/e2e.yaml)

@@ -1,0 +1,117 @@
+package specs
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
+
+	"github.com/capd-e2e/capd-e2e/framework/config/upstream"
+	"github.com/capd-e2e/capd-e2e/framework/logs"
+)
+
+// A spec's timeouts are the sums of its waits. Ginkgo needs a SpecTimeout
+// when the spec tree is built, before any config is read, so the specs
+// bound themselves instead: each input's Timeout, if unset the sum of the
+// spec's waits at the config's intervals (begin). Each wait is bounded by
+// its own interval already, so the sum is reached only when something does
+// not bound itself; it is the backstop, not a budget.
+//
+// specWaits lists every wait a spec makes, in the order it makes them, one
+// entry per wait (a key waited on twice is listed twice). timeouts_test.go
+// checks it against the code: every wait the code makes is listed.
+
+// creationWaits are createCluster's: apply the template, infrastructure
+// provisioned, control plane initialised, control plane ready, workers,
+// then the Cluster Available and every Machine Ready.
+var creationWaits = []string{
+	"wait-cluster", "wait-cluster",
+	"wait-control-plane", "wait-control-plane",
+	"wait-worker-nodes",
+	"wait-cluster", "wait-cluster",
+}
+
+// healthWaits are verifyClusterHealthy's, which specs call again at their
+// end: the Cluster Available, every Machine Ready.
+var healthWaits = []string{"wait-cluster", "wait-cluster"}
+
+var specWaits = map[string][]string{
+	"quick-start": slices.Concat(creationWaits,
+		// With a cloud-controller-manager: every Node initialised; the
+		// LoadBalancer check (beside the machine waits): CoreDNS, an
+		// address, a backend Node, the answer, the load balancer gone,
+		// the Service gone.
+		[]string{"wait-nodes-ready",
+			"wait-load-balancer", "wait-load-balancer", "wait-worker-nodes",
+			"wait-load-balancer", "wait-load-balancer", "wait-load-balancer"}),
+	"k8s-upgrade": slices.Concat(creationWaits,
+		// The control plane's Machines, kube-proxy, CoreDNS and etcd; the
+		// MachineDeployment of the default flavor (one per
+		// MachineDeployment: set Timeout for a flavor with more); every
+		// Node Ready at the new version.
+		[]string{"wait-machine-upgrade", "wait-machine-upgrade", "wait-machine-upgrade", "wait-machine-upgrade",
+			"wait-machine-deployment-upgrade", "wait-nodes-ready"},
+		healthWaits),
+	"md-remediation":  remediationWaits,
+	"kcp-remediation": remediationWaits,
+	"self-hosted": slices.Concat(creationWaits,
+		// clusterctl init, every Machine with a Node, the moved Cluster
+		// reconciled, the window without a rollout.
+		[]string{"wait-controllers", "wait-worker-nodes", "wait-cluster", "check-no-rollout"},
+		healthWaits),
+}
+
+// remediationWaits: the cloud-controller-manager's work on the broken
+// Node, the Machine marked unhealthy, deleted, its Node deleted, its
+// container gone, a new Machine with a Node, that Node Ready.
+var remediationWaits = slices.Concat(creationWaits,
+	slices.Repeat([]string{"wait-machine-remediation"}, 7),
+	healthWaits)
+
+// cleanupWaits are the waits of a spec's cleanup nodes; for the
+// self-hosted spec the move back, a cleanup node of its own, adds its
+// waits (every Machine with a Node, the Cluster reconciled).
+var cleanupWaits = map[string][]string{
+	"":            {"wait-delete-cluster"},
+	"self-hosted": {"wait-delete-cluster", "wait-worker-nodes", "wait-cluster"},
+}
+
+// cleanupAllowance is the part of a cleanup with no interval of its own:
+// clusterctl describe, the resource dumps, the namespace's deletion and
+// the leak check (seconds each, normally).
+const cleanupAllowance = 5 * time.Minute
+
+// defaultTimeout is the sum of spec's waits at e's intervals.
+func defaultTimeout(e *clusterctl.E2EConfig, spec string) (time.Duration, error) {
+	waits, ok := specWaits[spec]
+	if !ok {
+		return 0, fmt.Errorf("no waits listed for spec %q", spec)
+	}
+	return sumWaits(e, spec, waits)
+}
+
+// defaultCleanupTimeout bounds each of a spec's cleanup nodes: the log
+// collection twice (the cluster's machines, then those that start while it
+// is deleted; logs.DefaultTimeout each), the cleanup's waits and
+// cleanupAllowance.
+func defaultCleanupTimeout(e *clusterctl.E2EConfig, spec string) (time.Duration, error) {
+	waits, ok := cleanupWaits[spec]
+	if !ok {
+		waits = cleanupWaits[""]
+	}
+	sum, err := sumWaits(e, spec, waits)
+	return sum + 2*logs.DefaultTimeout + cleanupAllowance, err
+}
+
+func sumWaits(e *clusterctl.E2EConfig, spec string, keys []string) (time.Duration, error) {
+	var sum time.Duration
+	for _, k := range keys {
+		timeout, _, err := upstream.Intervals(e, spec, k)
+		if err != nil {
+			return 0, err
+		}
+		sum += timeout
+	}
+	return sum, nil
+}

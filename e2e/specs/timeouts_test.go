@@ -1,0 +1,167 @@
+package specs
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capd-e2e/capd-e2e/framework/config"
+	"github.com/capd-e2e/capd-e2e/framework/config/upstream"
+)
+
+// waitCall matches a wait in the specs' code: r.wait(c, "<key>", ...),
+// r.durations("<key>"), r.intervals("<key>"). A line marked "replaces a
+// wait" hands an interval to a hook that replaces one of the spec's own
+// waits, and is not a wait of its own.
+var waitCall = regexp.MustCompile(`(?:intervals\(|durations\(|wait\(\w+, )"([a-z-]+)"`)
+
+var variableCall = regexp.MustCompile(`variable\((var[A-Za-z]+)\)`)
+
+// scan returns the interval keys of every wait in files, one per call site,
+// and the variables they read.
+func scan(t *testing.T, files ...string) (waits, vars []string) {
+	t.Helper()
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.HasSuffix(strings.TrimSpace(line), "// replaces a wait") {
+				continue
+			}
+			for _, m := range waitCall.FindAllStringSubmatch(line, -1) {
+				waits = append(waits, m[1])
+			}
+			for _, m := range variableCall.FindAllStringSubmatch(line, -1) {
+				vars = append(vars, m[1])
+			}
+		}
+	}
+	return waits, vars
+}
+
+// specFiles are each spec's own files; every spec also runs the creation
+// (create.go, waits.go) and the cleanup (cleanup.go).
+var specFiles = map[string][]string{
+	"quick-start":     {"quick_start.go", "cloud_provider.go"},
+	"k8s-upgrade":     {"cluster_upgrade.go"},
+	"md-remediation":  {"machine_health_check.go"},
+	"kcp-remediation": {"machine_health_check.go"},
+	"self-hosted":     {"self_hosted.go"},
+}
+
+var cleanupFiles = map[string][]string{"self-hosted": {"self_hosted_cleanup.go"}}
+
+func count(keys []string) map[string]int {
+	m := map[string]int{}
+	for _, k := range keys {
+		m[k]++
+	}
+	return m
+}
+
+// TestWaitsListWhatTheCodeWaitsFor checks that specWaits and cleanupWaits,
+// which the default timeouts and the Requirements are made of, list every
+// wait of each spec's code, and that each default covers the sum of those
+// waits at config/e2e.yaml's intervals: a wait added to a spec and not to
+// its list fails here.
+func TestWaitsListWhatTheCodeWaitsFor(t *testing.T) {
+	cfg, err := config.Load("../../config/e2e.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2e, err := upstream.E2EConfig(cfg, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	varNames := map[string]string{
+		"varKubernetesVersion": varKubernetesVersion, "varKubernetesVersionUpgradeFrom": varKubernetesVersionUpgradeFrom,
+		"varKubernetesVersionUpgradeTo": varKubernetesVersionUpgradeTo,
+	}
+	creation, _ := scan(t, "create.go", "waits.go")
+	for spec, files := range specFiles {
+		own, vars := scan(t, files...)
+		code := slices.Concat(creation, own)
+		listed := count(specWaits[spec])
+		for k, n := range count(code) {
+			if listed[k] < n {
+				t.Errorf("%s waits %d times with %q in its code (%s, create.go, waits.go), specWaits lists it %d times", spec, n, k, strings.Join(files, ", "), listed[k])
+			}
+		}
+		sum, err := sumWaits(e2e, spec, code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		def, err := defaultTimeout(e2e, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if def < sum {
+			t.Errorf("%s: default timeout %s < %s, the sum of the waits in its code", spec, def, sum)
+		}
+		t.Logf("%s: default timeout %s (the waits in its code: %s)", spec, def, sum)
+
+		cleanupCode, _ := scan(t, append([]string{"cleanup.go"}, cleanupFiles[spec]...)...)
+		cleanupSum, err := sumWaits(e2e, spec, cleanupCode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cdef, err := defaultCleanupTimeout(e2e, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cdef < cleanupSum+2*5*time.Minute {
+			t.Errorf("%s: default cleanup timeout %s does not cover its waits (%s) and two log collections", spec, cdef, cleanupSum)
+		}
+
+		var req *struct{ vars, intervals []string }
+		for _, r := range Requirements() {
+			if r.Spec == spec {
+				req = &struct{ vars, intervals []string }{r.Variables, r.Intervals}
+			}
+		}
+		if req == nil {
+			t.Fatalf("no Requirement for spec %s", spec)
+		}
+		for _, k := range slices.Concat(code, cleanupCode) {
+			if !slices.Contains(req.intervals, k) {
+				t.Errorf("%s waits with interval %q, which its Requirement does not list", spec, k)
+			}
+		}
+		for _, v := range vars {
+			if !slices.Contains(req.vars, varNames[v]) {
+				t.Errorf("%s reads variable %s, which its Requirement does not list", spec, v)
+			}
+		}
+	}
+	if got := Requirements(LabelQuickStart); len(got) != 1 || got[0].Spec != "quick-start" {
+		t.Errorf("Requirements(quick-start) = %+v", got)
+	}
+	if got := Requirements(LabelRemediation); len(got) != 2 {
+		t.Errorf("Requirements(remediation) = %+v", got)
+	}
+}
+
+// TestDefaultTimeoutFailsOnAMissingInterval: a config without one of the
+// spec's intervals has no default timeout, and says which.
+func TestDefaultTimeoutFailsOnAMissingInterval(t *testing.T) {
+	cfg, err := config.Load("../../config/e2e.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(cfg.IntervalsByKey, "default/wait-load-balancer")
+	e2e, err := upstream.E2EConfig(cfg, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := defaultTimeout(e2e, "quick-start"); err == nil || !strings.Contains(err.Error(), "default/wait-load-balancer") {
+		t.Errorf("defaultTimeout without wait-load-balancer: %v", err)
+	}
+	if _, err := defaultTimeout(e2e, "no-such-spec"); err == nil {
+		t.Error("a spec without a list of waits has a default timeout")
+	}
+}

@@ -1,0 +1,64 @@
+package suite
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/capd-e2e/capd-e2e/framework/leak"
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
+	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
+)
+
+// shared is what marshal hands the other Ginkgo processes.
+type shared struct {
+	ArtifactFolder        string
+	ConfigPath            string
+	ClusterctlConfigPath  string
+	KubeconfigPath        string
+	RunID                 string
+	ManagementClusterName string
+	SkipCleanup           bool
+	Owner                 string
+}
+
+// marshal encodes what another process needs to connect to this
+// environment (SynchronizedBeforeSuite's data).
+func (e *Environment) marshal() ([]byte, error) {
+	return json.Marshal(shared{
+		ArtifactFolder: e.ArtifactFolder, ConfigPath: e.cfg.Path(), ClusterctlConfigPath: e.ClusterctlConfigPath,
+		KubeconfigPath: e.BootstrapClusterProxy.GetKubeconfigPath(), RunID: e.RunID,
+		ManagementClusterName: e.ManagementClusterName, SkipCleanup: e.SkipCleanup, Owner: e.tracker.Owner(),
+	})
+}
+
+// connect makes the Environment of another process from marshal's data.
+// Call Close, not Teardown, on it: the process that ran Setup tears down.
+func connect(data []byte, rt runtime.Runtime, scheme *apiruntime.Scheme) (*Environment, error) {
+	var s shared
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("connect to the suite's environment: %w", err)
+	}
+	// Only the built-in providers' versions matter here, not their
+	// rendered files, which node 1 has copied into the repository.
+	cfg, e2e, err := loadConfig(s.ConfigPath, os.TempDir())
+	if err != nil {
+		return nil, err
+	}
+	env := &Environment{cfg: cfg, E2EConfig: e2e, ClusterctlConfigPath: s.ClusterctlConfigPath, ArtifactFolder: s.ArtifactFolder,
+		RunID: s.RunID, ManagementClusterName: s.ManagementClusterName, SkipCleanup: s.SkipCleanup, Runtime: rt}
+	if env.Runtime == nil {
+		if env.Runtime, err = moby.New(moby.Config{}); err != nil {
+			return nil, err
+		}
+		env.ownRuntime = true
+	}
+	if scheme == nil {
+		scheme = DefaultScheme()
+	}
+	env.tracker = leak.NewTrackerFor(env.Runtime, s.RunID, s.Owner)
+	env.BootstrapClusterProxy = newProxy(s.KubeconfigPath, scheme, env.Runtime)
+	return env, nil
+}

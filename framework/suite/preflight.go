@@ -1,0 +1,79 @@
+package suite
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/capd-e2e/capd-e2e/framework/config"
+)
+
+// Requirement is what a spec needs of the e2e config, so that a suite can
+// check, before it creates anything, that the specs it will run can run:
+// every variable set, every interval present, every Kubernetes version with
+// a node image. e2e/specs.Requirements gives those of capd-e2e's specs; a
+// provider's own specs may add theirs.
+type Requirement struct {
+	// Spec is the spec's name: its intervals are "<Spec>/<key>", falling
+	// back to "default/<key>".
+	Spec string
+	// Label is the spec's own label; a suite whose selection includes a
+	// spec with this label needs this requirement.
+	Label string
+	// Variables must be set (in the config or the environment).
+	Variables []string
+	// KubernetesVersions are the variables among Variables whose value is
+	// a Kubernetes version, which must have a node image.
+	KubernetesVersions []string
+	// Intervals are the interval keys the spec waits with.
+	Intervals []string
+}
+
+// preflight checks that cfg (with the environment's overrides) has what
+// the specs of reqs need: every variable set, every Kubernetes version
+// with a node image to build, every interval. With management, the
+// management cluster's version too. It returns every problem, one line
+// each, naming the field.
+func preflight(cfg *config.Config, reqs []Requirement, management bool) error {
+	var errs []error
+	seen := map[string]bool{}
+	add := func(err error) {
+		if !seen[err.Error()] {
+			seen[err.Error()] = true
+			errs = append(errs, err)
+		}
+	}
+	version := func(name, who string) {
+		v, ok := cfg.LookupVariable(name)
+		switch {
+		case !ok || strings.TrimSpace(v) == "":
+			add(fmt.Errorf("variables.%s: required by %s, set neither in %s nor in the environment", name, who, cfg.Path()))
+		default:
+			if _, err := cfg.Build.KubernetesVersion(v); err != nil {
+				add(fmt.Errorf("variables.%s: %q has no node image (build.kubernetes has %s), needed by %s", name, v, strings.Join(cfg.Build.KubernetesVersions(), ", "), who))
+			}
+		}
+	}
+	if management {
+		version(config.VarKubernetesVersionManagement, "the management cluster")
+	}
+	for _, r := range reqs {
+		who := "spec " + r.Spec
+		for _, v := range r.Variables {
+			if slices.Contains(r.KubernetesVersions, v) {
+				version(v, who)
+				continue
+			}
+			if val, ok := cfg.LookupVariable(v); !ok || strings.TrimSpace(val) == "" {
+				add(fmt.Errorf("variables.%s: required by %s, set neither in %s nor in the environment", v, who, cfg.Path()))
+			}
+		}
+		for _, k := range r.Intervals {
+			if _, _, err := cfg.Intervals(r.Spec, k); err != nil {
+				add(fmt.Errorf("%w (needed by %s)", err, who))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,96 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/capd-e2e/capd-e2e/framework/leak"
+	"github.com/capd-e2e/capd-e2e/framework/secrets"
+	"github.com/capd-e2e/capd-e2e/framework/snapshot"
+)
+
+// Teardown collects the management cluster's logs and container snapshot,
+// deletes it (unless SkipCleanup), checks nothing of the run is left and
+// closes the runtime it opened. It works on an Environment that Setup left
+// half-built, and reports every problem it met.
+func (e *Environment) Teardown(ctx context.Context) error {
+	if e == nil {
+		return nil
+	}
+	if e.stopWatches != nil {
+		defer e.stopWatches()
+	}
+	var errs []error
+	if e.kind != nil && e.Runtime != nil {
+		dir := filepath.Join(e.ArtifactFolder, "clusters", "bootstrap")
+		if err := e.kind.CollectLogs(ctx, filepath.Join(dir, "machines")); err != nil {
+			errs = append(errs, fmt.Errorf("collect the kind nodes' logs: %w", err))
+		}
+		if s, err := snapshot.Take(ctx, e.Runtime, snapshot.Filter{Cluster: e.kind.Name}); err == nil {
+			_ = s.Save(dir)
+		}
+	}
+	if e.SkipCleanup {
+		errs = append(errs, e.redactArtifacts())
+		return errors.Join(errs...)
+	}
+	if e.BootstrapClusterProxy != nil {
+		e.BootstrapClusterProxy.Dispose(ctx)
+	}
+	if e.kind != nil {
+		if err := e.kind.Delete(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		if e.Runtime != nil {
+			rep, err := leak.Check(ctx, e.Runtime, leak.Selector{Cluster: e.kind.Name})
+			errs = append(errs, err, rep.Err())
+		}
+	}
+	if e.Runtime != nil {
+		// Everything of the run: its labelled objects and the containers of
+		// every cluster it tracked. Clean, the run's markers go too.
+		if e.tracker != nil {
+			if err := leak.FinishRun(ctx, e.Runtime, e.RunID); err != nil {
+				errs = append(errs, fmt.Errorf("the run left objects behind (`make clean-e2e` removes them): %w", err))
+			}
+		}
+		if e.ownRuntime {
+			errs = append(errs, e.Runtime.Close())
+		}
+	}
+	errs = append(errs, e.redactArtifacts())
+	if e.privateDir != "" && !e.SkipCleanup {
+		errs = append(errs, os.RemoveAll(e.privateDir))
+	}
+	return errors.Join(errs...)
+}
+
+// redactArtifacts replaces every secret in the artifacts folder (bootstrap
+// tokens in KubeadmConfig dumps, keys, kubeconfig credentials; see
+// framework/secrets) and fails when a second scan still finds one.
+func (e *Environment) redactArtifacts() error {
+	if e.ArtifactFolder == "" {
+		return nil
+	}
+	rep, err := secrets.RedactTree(e.ArtifactFolder)
+	if err != nil {
+		return fmt.Errorf("redact the artifacts: %w", err)
+	}
+	if len(rep.Redacted) > 0 && e.log != nil {
+		e.log("teardown: redacted %d secrets in %d files of %s:", len(rep.Findings), len(rep.Redacted), e.ArtifactFolder)
+		for _, f := range rep.Findings {
+			e.log("teardown:   %s", f) // path:line kind fingerprint, never the secret
+		}
+	}
+	after, err := secrets.ScanTree(e.ArtifactFolder)
+	if err != nil {
+		return fmt.Errorf("scan the artifacts for secrets: %w", err)
+	}
+	if len(after.Findings) > 0 {
+		return fmt.Errorf("secrets remain in the artifacts after redaction: %v", after.Findings)
+	}
+	return nil
+}
