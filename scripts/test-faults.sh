@@ -147,7 +147,7 @@ for f in $FAULTS; do
   bad-config)
     start "$f" KUBERNETES_VERSION=v1.35.0
     rc=0; wait "$PID" || rc=$?
-    grep -q 'variables.KUBERNETES_VERSION (environment): "v1.35.0" has no build.kubernetes entry' "$OUT/$f/run.log" || rc="$rc, message missing"
+    grep -q 'variables.KUBERNETES_VERSION (environment): Invalid value: "v1.35.0" has no build.kubernetes entry' "$OUT/$f/run.log" || rc="$rc, message missing"
     check "$f" "config check (before the engine)" "$rc" fail - localhost/images.log
     ;;
   setup-fail)

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	kind "sigs.k8s.io/kind/pkg/cluster"
 	kindcmd "sigs.k8s.io/kind/pkg/cmd"
@@ -221,48 +222,41 @@ func CreateKind(ctx context.Context, o KindOptions) (*KindCluster, error) {
 func (k *KindCluster) settle(ctx context.Context) error {
 	start := time.Now()
 	quiet := start
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
 		cs, err := k.rt.ListContainers(ctx, runtime.Filter{Labels: map[string]string{runtime.LabelCluster: k.Name}})
 		if err != nil {
-			return err
+			return false, err
 		}
 		for _, c := range cs {
 			quiet = time.Now()
 			if err := k.rt.RemoveContainer(ctx, c.ID); err != nil {
-				return err
+				return false, err
 			}
 		}
-		switch {
-		case len(cs) == 0 && time.Since(quiet) >= 3*time.Second:
-			return nil
-		case time.Since(start) > 20*time.Second:
-			return fmt.Errorf("containers of kind cluster %q kept appearing for %s", k.Name, time.Since(start).Round(time.Second))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
+		return len(cs) == 0 && time.Since(quiet) >= 3*time.Second, nil
+	})
+	if wait.Interrupted(err) && ctx.Err() == nil {
+		return fmt.Errorf("containers of kind cluster %q kept appearing for %s", k.Name, time.Since(start).Round(time.Second))
 	}
+	return err
 }
 
 // loadWhileCreating waits until the cluster has n node containers whose
 // containerd answers, checking every 200 ms, then loads images into them.
 func (k *KindCluster) loadWhileCreating(ctx context.Context, n int, images []string) error {
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if nodes, err := k.Nodes(ctx); err == nil && len(nodes) == n && k.containerdAnswers(ctx, nodes) {
-			return LoadImages(ctx, k.rt, nodes, images)
+	var nodes []string
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		found, err := k.Nodes(ctx)
+		if err != nil || len(found) != n || !k.containerdAnswers(ctx, found) {
+			return false, nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("load images while creating kind cluster %q: %w", k.Name, ctx.Err())
-		case <-tick.C:
-		}
+		nodes = found
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("load images while creating kind cluster %q: %w", k.Name, err)
 	}
+	return LoadImages(ctx, k.rt, nodes, images)
 }
 
 func (k *KindCluster) containerdAnswers(ctx context.Context, nodes []string) bool {

@@ -3,58 +3,61 @@ package certmanager
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // setCondition sets the condition condType in obj's status.conditions
-// (cert-manager's shape: type, status, reason, message, lastTransitionTime,
-// observedGeneration), keeping lastTransitionTime when the status is
-// unchanged.
+// (cert-manager's shape is metav1.Condition's: type, status, reason,
+// message, lastTransitionTime, observedGeneration) with
+// meta.SetStatusCondition, which keeps lastTransitionTime when the status
+// is unchanged.
 func setCondition(obj *unstructured.Unstructured, condType string, status bool, reason, message string, now time.Time) {
-	st := "False"
+	st := metav1.ConditionFalse
 	if status {
-		st = "True"
+		st = metav1.ConditionTrue
 	}
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	cond := map[string]any{
-		"type":               condType,
-		"status":             st,
-		"reason":             reason,
-		"message":            message,
-		"lastTransitionTime": now.UTC().Format(time.RFC3339),
-		"observedGeneration": obj.GetGeneration(),
+	conds := conditions(obj)
+	meta.SetStatusCondition(&conds, metav1.Condition{
+		Type: condType, Status: st, Reason: reason, Message: message,
+		LastTransitionTime: metav1.NewTime(now), ObservedGeneration: obj.GetGeneration(),
+	})
+	out := make([]any, 0, len(conds))
+	for i := range conds {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&conds[i])
+		if err == nil {
+			out = append(out, m)
+		}
 	}
-	for i, c := range conds {
-		old, ok := c.(map[string]any)
-		if !ok || old["type"] != condType {
+	_ = unstructured.SetNestedSlice(obj.Object, out, "status", "conditions")
+}
+
+// conditions returns obj's status.conditions; an entry that is not a
+// condition is left out.
+func conditions(obj *unstructured.Unstructured) []metav1.Condition {
+	list, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	var out []metav1.Condition
+	for _, c := range list {
+		m, ok := c.(map[string]any)
+		if !ok {
 			continue
 		}
-		if old["status"] == st {
-			if t, ok := old["lastTransitionTime"]; ok {
-				cond["lastTransitionTime"] = t
-			}
+		var cond metav1.Condition
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(m, &cond) == nil {
+			out = append(out, cond)
 		}
-		conds[i] = cond
-		_ = unstructured.SetNestedSlice(obj.Object, conds, "status", "conditions")
-		return
 	}
-	conds = append(conds, cond)
-	_ = unstructured.SetNestedSlice(obj.Object, conds, "status", "conditions")
+	return out
 }
 
 // condition returns the status, reason and message of condition condType
 // of obj, with ok false when there is none.
 func condition(obj *unstructured.Unstructured, condType string) (status, reason, message string, ok bool) {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		m, isMap := c.(map[string]any)
-		if !isMap || m["type"] != condType {
-			continue
-		}
-		status, _ = m["status"].(string)
-		reason, _ = m["reason"].(string)
-		message, _ = m["message"].(string)
-		return status, reason, message, true
+	c := meta.FindStatusCondition(conditions(obj), condType)
+	if c == nil {
+		return "", "", "", false
 	}
-	return "", "", "", false
+	return string(c.Status), c.Reason, c.Message, true
 }

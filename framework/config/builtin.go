@@ -256,11 +256,11 @@ func (c *Config) resolveClusterAPISource(e *errs) {
 func (c *Config) isOverridden(env string) bool { return slices.Contains(c.overrides, env) }
 
 // WithTag returns ref with its tag replaced (or added).
-func WithTag(ref, tag string) string {
-	if i := strings.LastIndex(ref, ":"); i >= 0 && !strings.Contains(ref[i:], "/") {
-		ref = ref[:i]
+func WithTag(ref, newTag string) string {
+	if t, ok := tag(ref); ok {
+		ref = strings.TrimSuffix(ref, ":"+t)
 	}
-	return ref + ":" + tag
+	return ref + ":" + newTag
 }
 
 // PolicyFor returns the source policy of a build step: the longest

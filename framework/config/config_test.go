@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 const repoConfig = "../../config/e2e.yaml"
@@ -84,94 +86,94 @@ func TestValidateNamesTheField(t *testing.T) {
 		want   string
 	}{
 		{"etcd version", func(c *Config) { c.Build.Kubernetes[1].Etcd.Version = "" },
-			"build.kubernetes[1].etcd.version: required"},
+			"build.kubernetes[1].etcd.version: Required value"},
 		{"etcd tag", func(c *Config) { c.Build.Kubernetes[1].Etcd.Version = "v3.7.1" },
-			`build.kubernetes[1].etcd.image: tag "3.7.0-0" does not contain the version "3.7.1"`},
+			`build.kubernetes[1].etcd.image: Invalid value: tag "3.7.0-0" does not contain the version "3.7.1"`},
 		{"coredns not semver", func(c *Config) { c.Build.Kubernetes[0].CoreDNS.Version = "1.14" },
-			`build.kubernetes[0].coreDNS.version: "1.14" is not a semantic version`},
+			`build.kubernetes[0].coreDNS.version: Invalid value: "1.14" is not a semantic version`},
 		{"pause tag", func(c *Config) { c.Build.Kubernetes[0].Pause.Version = "3.10" },
-			`build.kubernetes[0].pause.image: tag "3.10.2" is not the version "3.10"`},
+			`build.kubernetes[0].pause.image: Invalid value: tag "3.10.2" is not the version "3.10"`},
 		{"untagged image", func(c *Config) { c.Build.LoadBalancer.Image = "kindest/haproxy" },
-			"build.loadBalancer.image: \"kindest/haproxy\" is not an image reference with a tag"},
+			"build.loadBalancer.image: Invalid value: \"kindest/haproxy\" is not an image reference with a tag"},
 		{"duplicate version", func(c *Config) { c.Build.Kubernetes[1].Version = "v1.36.3" },
-			"build.kubernetes[1].version: v1.36.3 is also build.kubernetes[0]"},
+			"build.kubernetes[1].version: Invalid value: v1.36.3 is also build.kubernetes[0]"},
 		{"startup probes", func(c *Config) { c.Variables[VarStartupProbes] = "yes" },
-			`variables.PROVIDER_STARTUP_PROBES: "yes" is not "true"`},
+			`variables.PROVIDER_STARTUP_PROBES: Invalid value: "yes" is not "true"`},
 		{"management cluster", func(c *Config) { c.ManagementClusterName = "" },
-			"managementClusterName: required"},
+			"managementClusterName: Required value"},
 		{"load behavior", func(c *Config) { c.Images = []Image{{Name: "example.com/m:dev", LoadBehavior: "always"}} },
-			`images[0].loadBehavior: "always" is not mustLoad or tryLoad`},
+			`images[0].loadBehavior: Invalid value: "always" is not mustLoad or tryLoad`},
 		{"interval duration", func(c *Config) { c.IntervalsByKey["default/wait-cluster"] = []string{"soon"} },
-			"intervals[default/wait-cluster]: timeout: time: invalid duration"},
+			"intervals[default/wait-cluster]: Invalid value: timeout: time: invalid duration"},
 		{"interval count", func(c *Config) { c.IntervalsByKey["default/wait-cluster"] = []string{"5m", "1s", "1s"} },
-			"intervals[default/wait-cluster]: want [timeout] or [timeout, poll], got 3 values"},
+			"intervals[default/wait-cluster]: Invalid value: want [timeout] or [timeout, poll], got 3 values"},
 		{"interval key", func(c *Config) { c.IntervalsByKey["wait-cluster"] = []string{"5m"} },
-			"intervals[wait-cluster]: key must be <spec>/<key>"},
+			"intervals[wait-cluster]: Invalid value: key must be <spec>/<key>"},
 		{"poll longer than timeout", func(c *Config) { c.IntervalsByKey["default/wait-cluster"] = []string{"5s", "10s"} },
-			"intervals[default/wait-cluster]: poll 10s is longer than timeout 5s"},
+			"intervals[default/wait-cluster]: Invalid value: poll 10s is longer than timeout 5s"},
 		{"release marker", func(c *Config) { withProvider(c).Versions[0].Name = "{go://example.com/p@v1.14}" },
-			"providers[0].versions[0].name: release marker"},
+			"providers[0].versions[0].name: Invalid value: release marker"},
 		{"provider type", func(c *Config) { withProvider(c).Type = "Infra" },
-			`providers[0].type: "Infra" is not a clusterctl provider type`},
+			`providers[0].type: Invalid value: "Infra" is not a clusterctl provider type`},
 		{"core provider name", func(c *Config) {
 			p := withProvider(c)
 			p.Type, p.Name = CoreProvider, "core"
-		}, `providers: the CoreProvider must be named "cluster-api", not "core"`},
+		}, `providers: Invalid value: the CoreProvider must be named "cluster-api", not "core"`},
 		{"provider URL", func(c *Config) { withProvider(c).Versions[0].Value = "https://example.invalid/core.yaml" },
-			"providers[0].versions[0].value: \"https://example.invalid/core.yaml\" needs the network"},
+			"providers[0].versions[0].value: Invalid value: \"https://example.invalid/core.yaml\" needs the network"},
 		{"bad replacement", func(c *Config) {
 			withProvider(c).Versions[0].Replacements = []Replacement{{Old: "("}}
-		}, "providers[0].versions[0].replacements[0].old: error parsing regexp"},
+		}, "providers[0].versions[0].replacements[0].old: Invalid value: error parsing regexp"},
 		{"go image source", func(c *Config) {
 			c.Build.GoImages = []GoImage{{Image: "example.com/m:dev", Package: ".", Binary: "/manager"}}
-		}, "build.goImages[0].module: required"},
+		}, "build.goImages[0].module: Required value"},
 		{"go image dir and module", func(c *Config) {
 			c.Build.GoImages = []GoImage{{Image: "example.com/m:dev", Package: ".", Binary: "/manager", Dir: "/", Module: "example.com/m", Version: "v1.0.0"}}
-		}, "build.goImages[0]: set either dir or module and version, not both"},
+		}, "build.goImages[0]: Invalid value: set either dir or module and version, not both"},
 		{"go image dir", func(c *Config) {
 			c.Build.GoImages = []GoImage{{Image: "example.com/m:dev", Package: ".", Binary: "/manager", Dir: "/nonexistent/provider"}}
-		}, `build.goImages[0].dir: "/nonexistent/provider" is not a directory`},
+		}, `build.goImages[0].dir: Invalid value: "/nonexistent/provider" is not a directory`},
 		{"go image collides", func(c *Config) {
 			c.Build.GoImages = []GoImage{{Image: c.Build.LoadBalancer.Image, Package: "x", Binary: "/manager", Module: "example.com/m", Version: "v1.0.0"}}
-		}, `build.goImages[0].image: image "kindest/haproxy:v20230606-42a2262b" is also built by build.loadBalancer.image`},
+		}, `build.goImages[0].image: Invalid value: image "kindest/haproxy:v20230606-42a2262b" is also built by build.loadBalancer.image`},
 		{"policy", func(c *Config) { c.Build.Registry.Policy = "always" },
-			`build.registry.policy: "always" is not build, pull or pull-else-build`},
+			`build.registry.policy: Invalid value: "always" is not build, pull or pull-else-build`},
 		{"step policy", func(c *Config) { c.Build.Registry.Policies = map[string]string{"node/*": "never"} },
-			`build.registry.policies[node/*]: "never" is not build, pull or pull-else-build`},
+			`build.registry.policies[node/*]: Invalid value: "never" is not build, pull or pull-else-build`},
 		{"mirror", func(c *Config) { c.Build.Registry.Mirror = "http://127.0.0.1:5001" },
-			`build.registry.mirror: "http://127.0.0.1:5001" is not a registry`},
+			`build.registry.mirror: Invalid value: "http://127.0.0.1:5001" is not a registry`},
 		{"unknown rootfs", func(c *Config) { c.Build.KubeRouter.Rootfs = "tools" },
-			`build.kubeRouter.rootfs: no build.debian.rootfs is named "tools"`},
+			`build.kubeRouter.rootfs: Invalid value: no build.debian.rootfs is named "tools"`},
 		{"duplicate rootfs", func(c *Config) { c.Build.Debian.Rootfs[1].Name = "node" },
-			`build.debian.rootfs[1].name: duplicate rootfs "node"`},
+			`build.debian.rootfs[1].name: Invalid value: duplicate rootfs "node"`},
 		{"debian runtime packages", func(c *Config) { c.Build.Debian.Rootfs[0].Packages = []string{"systemd"} },
-			`build.containerRuntime.source: "debian" needs package "containerd" in rootfs "node"`},
+			`build.containerRuntime.source: Invalid value: "debian" needs package "containerd" in rootfs "node"`},
 		{"module runtime versions", func(c *Config) {
 			c.Build.ContainerRuntime.Source = RuntimeFromModules
 			c.Build.ContainerRuntime.Runc.Version = ""
-		}, "build.containerRuntime.runc.version: required"},
+		}, "build.containerRuntime.runc.version: Required value"},
 		{"runtime source", func(c *Config) { c.Build.ContainerRuntime.Source = "apt" },
-			`build.containerRuntime.source: "apt" is not debian or modules`},
+			`build.containerRuntime.source: Invalid value: "apt" is not debian or modules`},
 		{"mirror", func(c *Config) { c.Build.Debian.Mirror = "deb.debian.org" },
-			`build.debian.mirror: "deb.debian.org" is not an http(s):// or file:// URL`},
+			`build.debian.mirror: Invalid value: "deb.debian.org" is not an http(s):// or file:// URL`},
 		{"preload from", func(c *Config) { c.Build.Kubernetes[0].Preload[0].From = "v1.38.0" },
-			`build.kubernetes[0].preload[0].from: no build.kubernetes entry has version "v1.38.0"`},
+			`build.kubernetes[0].preload[0].from: Invalid value: no build.kubernetes entry has version "v1.38.0"`},
 		{"preload component", func(c *Config) { c.Build.Kubernetes[0].Preload[0].Components = []string{"dns"} },
-			`build.kubernetes[0].preload[0].components[0]: "dns" is not etcd, coredns, pause or kube-proxy`},
+			`build.kubernetes[0].preload[0].components[0]: Invalid value: "dns" is not etcd, coredns, pause or kube-proxy`},
 		{"shared pause from two sources", func(c *Config) { c.Build.Kubernetes[1].Pause.Source = "v1.37.2" },
-			`build.kubernetes[1].pause.image: image "registry.k8s.io/pause:3.10.2" is also built by build.kubernetes[0].pause.image from other inputs`},
+			`build.kubernetes[1].pause.image: Invalid value: image "registry.k8s.io/pause:3.10.2" is also built by build.kubernetes[0].pause.image from other inputs`},
 		{"image collision", func(c *Config) { c.Build.Kind.BaseImage = c.Build.Debian.Rootfs[0].Image },
-			"build.kind.baseImage: image \"capd-e2e/debian-node:trixie\" is also built by build.debian.rootfs[0].image"},
+			"build.kind.baseImage: Invalid value: image \"capd-e2e/debian-node:trixie\" is also built by build.debian.rootfs[0].image"},
 		{"variable names unbuilt version", func(c *Config) { c.Variables[VarKubernetesVersion] = "v1.35.0" },
-			`variables.KUBERNETES_VERSION: "v1.35.0" has no build.kubernetes entry`},
+			`variables.KUBERNETES_VERSION: Invalid value: "v1.35.0" has no build.kubernetes entry`},
 		{"etcd upgrade tag", func(c *Config) { c.Variables[VarEtcdVersionUpgradeTo] = "3.6.8-0" },
-			`variables.ETCD_VERSION_UPGRADE_TO: "3.6.8-0" is not the etcd tag "3.7.0-0" of v1.37.2`},
+			`variables.ETCD_VERSION_UPGRADE_TO: Invalid value: "3.6.8-0" is not the etcd tag "3.7.0-0" of v1.37.2`},
 		{"coredns upgrade tag", func(c *Config) { c.Variables[VarCoreDNSVersionUpgradeTo] = "v1.14.2" },
-			`variables.COREDNS_VERSION_UPGRADE_TO: "v1.14.2" is not the CoreDNS tag "v1.14.6" of v1.37.2`},
+			`variables.COREDNS_VERSION_UPGRADE_TO: Invalid value: "v1.14.2" is not the CoreDNS tag "v1.14.6" of v1.37.2`},
 		{"kustomize", func(c *Config) { c.Build.Kustomize.Version = "" },
-			"build.kustomize.version: required"},
+			"build.kustomize.version: Required value"},
 		{"capd image", func(c *Config) { c.Build.ClusterAPI.Images.Docker = "" },
-			"build.clusterAPI.images.docker: required"},
+			"build.clusterAPI.images.docker: Required value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -184,9 +186,9 @@ func TestValidateNamesTheField(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Validate() = %v\nwant it to contain %q", err, tt.want)
 			}
-			var fe *FieldError
+			var fe *field.Error
 			if !errors.As(err, &fe) {
-				t.Errorf("Validate() error %T holds no *FieldError", err)
+				t.Errorf("Validate() error %T holds no *field.Error", err)
 			}
 		})
 	}
@@ -198,7 +200,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	c.Build.Kubernetes[1].Etcd.Version = ""
 	c.Build.Kustomize.Version = ""
 	err := c.Validate()
-	for _, want := range []string{"managementClusterName: required", "build.kubernetes[1].etcd.version: required", "build.kustomize.version: required"} {
+	for _, want := range []string{"managementClusterName: Required value", "build.kubernetes[1].etcd.version: Required value", "build.kustomize.version: Required value"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to contain %q", err, want)
 		}
@@ -218,7 +220,7 @@ func TestLoadErrors(t *testing.T) {
 		{"misspelt key", string(repo) + "\nbuildd: {}\n", `unknown field "buildd"`},
 		{"misspelt nested key", strings.Replace(string(repo), "kubeRouter:", "kubeRouterr:", 1), `unknown field "kubeRouterr"`},
 		{"not yaml", "build: [", "yaml"},
-		{"invalid", strings.Replace(string(repo), "suite: trixie", "suite: \"\"", 1), "build.debian.suite: required"},
+		{"invalid", strings.Replace(string(repo), "suite: trixie", "suite: \"\"", 1), "build.debian.suite: Required value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -395,5 +397,35 @@ func TestKubernetesVersion(t *testing.T) {
 	_, err := c.Build.KubernetesVersion("v1.35.0")
 	if err == nil || !strings.Contains(err.Error(), `no entry for version "v1.35.0" (have v1.36.3, v1.37.2)`) {
 		t.Errorf("KubernetesVersion(v1.35.0) = %v", err)
+	}
+}
+
+func TestImageTags(t *testing.T) {
+	for _, tc := range []struct{ ref, tag, withDev string }{
+		{"registry.k8s.io/pause:3.10.2", "3.10.2", "registry.k8s.io/pause:dev"},
+		{"kindest/node:v1.36.3", "v1.36.3", "kindest/node:dev"},
+		{"127.0.0.1:5001/capd-e2e/x:v1", "v1", "127.0.0.1:5001/capd-e2e/x:dev"},
+		{"127.0.0.1:5001/capd-e2e/x", "", "127.0.0.1:5001/capd-e2e/x:dev"},
+		{"kindest/haproxy", "", "kindest/haproxy:dev"},
+	} {
+		if got := tagOf(tc.ref); got != tc.tag {
+			t.Errorf("tagOf(%q) = %q, want %q", tc.ref, got, tc.tag)
+		}
+		if got := WithTag(tc.ref, "dev"); got != tc.withDev {
+			t.Errorf("WithTag(%q, dev) = %q, want %q", tc.ref, got, tc.withDev)
+		}
+	}
+	var e errs
+	for _, v := range []string{"v1.2.3", "v1.2.3-rc.1", "v1.2.3+build.5", "v0.0.0-20260210185600-b8788abfbbc2"} {
+		e.version("ok", v)
+	}
+	if len(e) != 0 {
+		t.Errorf("valid versions rejected: %v", e.err())
+	}
+	for _, v := range []string{"1.2.3", "v1.2", "v1", "v1.2.3.4", "v01.2.3"} {
+		e = nil
+		if e.version("bad", v); len(e) != 1 {
+			t.Errorf("version %q accepted", v)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package config
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -217,7 +216,7 @@ func (c *Config) finish() error {
 	var e errs
 	c.resolveClusterAPISource(&e)
 	if len(e) > 0 {
-		return errors.Join(e...)
+		return e.err()
 	}
 	return c.Validate()
 }

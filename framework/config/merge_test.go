@@ -174,8 +174,8 @@ func TestLoadHarnessConfigHasTheBuiltinProviders(t *testing.T) {
 func TestLoadOverlayErrorsNameTheField(t *testing.T) {
 	for _, tt := range []struct{ name, content, want string }{
 		{"misspelt key", "build:\n  goImagez: []\n", `unknown field "goImagez"`},
-		{"bad go image", "build:\n  goImages:\n  - {image: example.com/m:dev, package: .}\n", "build.goImages[0].module: required"},
-		{"bad interval", "intervals:\n  default/wait-cluster: [\"4m\", \"1s\", \"1s\"]\n", "intervals[default/wait-cluster]: want [timeout] or [timeout, poll], got 3 values"},
+		{"bad go image", "build:\n  goImages:\n  - {image: example.com/m:dev, package: .}\n", "build.goImages[0].module: Required value"},
+		{"bad interval", "intervals:\n  default/wait-cluster: [\"4m\", \"1s\", \"1s\"]\n", "intervals[default/wait-cluster]: Invalid value: want [timeout] or [timeout, poll], got 3 values"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			p := writeOverlay(t, tt.content)
@@ -255,7 +255,7 @@ func TestPolicyFor(t *testing.T) {
 func TestEnvironmentVariablesAreValidated(t *testing.T) {
 	t.Setenv(VarKubernetesVersion, "v1.35.0")
 	_, err := Load(repoConfig)
-	if err == nil || !strings.Contains(err.Error(), `variables.KUBERNETES_VERSION (environment): "v1.35.0" has no build.kubernetes entry`) {
+	if err == nil || !strings.Contains(err.Error(), `variables.KUBERNETES_VERSION (environment): Invalid value: "v1.35.0" has no build.kubernetes entry`) {
 		t.Errorf("Load with KUBERNETES_VERSION=v1.35.0 = %v", err)
 	}
 }

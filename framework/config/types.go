@@ -1,5 +1,9 @@
 package config
 
+// The config's types, every field documented with its default: the schema
+// of config/e2e.yaml, kept in one file to read whole (docs/configuration.md
+// is its guide).
+
 // Config is an e2e config: the harness's own config/e2e.yaml, or a
 // provider's file merged over it (see Load). The first five fields have the
 // same keys and meaning as upstream's clusterctl.E2EConfig; Build is ours.

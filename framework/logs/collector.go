@@ -1,10 +1,10 @@
 package logs
 
 import (
-	"io"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"sync"

@@ -1,4 +1,7 @@
-// Package fake is an in-memory runtime.Runtime for unit tests.
+// Package fake is an in-memory container engine for unit tests: the
+// methods of runtime.Runtime that the harness's consumers use (each takes
+// the narrow interface of what it needs, see e.g. logs.Engine and
+// leak.Lister), not all of them.
 //
 // Each Runtime is independent (no package-level state) and safe for
 // concurrent use, so tests can run in parallel. It keeps containers,
@@ -7,6 +10,9 @@
 // CopyFrom. It is not a container engine: nothing runs, and integration
 // tests must use a real engine through package moby.
 package fake
+
+// One file: every method works on the same maps under one lock, and reads
+// best beside the others.
 
 import (
 	"archive/tar"
@@ -24,8 +30,6 @@ import (
 
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
-
-var _ runtime.Runtime = (*Runtime)(nil)
 
 // ExecFunc scripts the outcome of Exec. It may write to opts.Stdout and
 // opts.Stderr (which the fake never leaves nil) and should honour ctx.
@@ -189,16 +193,6 @@ func matchLabels(want, have map[string]string) bool {
 	return true
 }
 
-// Info returns InfoResult.
-func (f *Runtime) Info(ctx context.Context) (runtime.EngineInfo, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.record("Info"); err != nil {
-		return runtime.EngineInfo{}, err
-	}
-	return f.InfoResult, ctx.Err()
-}
-
 // Close marks the fake closed; later calls fail with ErrUnavailable.
 func (f *Runtime) Close() error {
 	f.mu.Lock()
@@ -342,41 +336,6 @@ func (f *Runtime) CopyFrom(_ context.Context, nameOrID, p string) (io.ReadCloser
 	return io.NopCloser(&buf), nil
 }
 
-// CopyTo implements runtime.Containers by adding the tar's regular files to
-// the container's Files.
-func (f *Runtime) CopyTo(_ context.Context, nameOrID, dir string, content io.Reader) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.record("CopyTo", nameOrID, dir); err != nil {
-		return err
-	}
-	c, err := f.find(nameOrID)
-	if err != nil {
-		return fmt.Errorf("copy to %w", err)
-	}
-	if c.Files == nil {
-		c.Files = map[string][]byte{}
-	}
-	tr := tar.NewReader(content)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("copy to container %q: %w", c.Name, err)
-		}
-		if h.Typeflag != tar.TypeReg {
-			continue
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			return err
-		}
-		c.Files[path.Join(dir, h.Name)] = b
-	}
-}
-
 // Logs implements runtime.Containers.
 func (f *Runtime) Logs(_ context.Context, nameOrID string, stdout, stderr io.Writer) error {
 	f.mu.Lock()
@@ -426,58 +385,6 @@ func (f *Runtime) Kill(_ context.Context, nameOrID, signal string) error {
 	return nil
 }
 
-// Stop implements runtime.Containers.
-func (f *Runtime) Stop(_ context.Context, nameOrID string, _ time.Duration) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.record("Stop", nameOrID); err != nil {
-		return err
-	}
-	c, err := f.find(nameOrID)
-	if err != nil {
-		return fmt.Errorf("stop %w", err)
-	}
-	f.stopLocked(c, 0)
-	return nil
-}
-
-// Start implements runtime.Containers.
-func (f *Runtime) Start(_ context.Context, nameOrID string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.record("Start", nameOrID); err != nil {
-		return err
-	}
-	c, err := f.find(nameOrID)
-	if err != nil {
-		return fmt.Errorf("start %w", err)
-	}
-	c.State = runtime.ContainerState{Status: "running", Running: true, StartedAt: time.Now()}
-	return nil
-}
-
-// Wait implements runtime.Containers; a running container is waited for
-// until ctx ends, since nothing in the fake ever stops by itself.
-func (f *Runtime) Wait(ctx context.Context, nameOrID string) (int, error) {
-	f.mu.Lock()
-	if err := f.record("Wait", nameOrID); err != nil {
-		f.mu.Unlock()
-		return 0, err
-	}
-	c, err := f.find(nameOrID)
-	if err != nil {
-		f.mu.Unlock()
-		return 0, fmt.Errorf("wait for %w", err)
-	}
-	running, code := c.State.Running, c.State.ExitCode
-	f.mu.Unlock()
-	if !running {
-		return code, nil
-	}
-	<-ctx.Done()
-	return 0, fmt.Errorf("wait for container %q: %w", nameOrID, ctx.Err())
-}
-
 // RemoveContainer implements runtime.Containers.
 func (f *Runtime) RemoveContainer(_ context.Context, nameOrID string) error {
 	f.mu.Lock()
@@ -491,28 +398,6 @@ func (f *Runtime) RemoveContainer(_ context.Context, nameOrID string) error {
 	}
 	delete(f.containers, c.Name)
 	return nil
-}
-
-// Commit implements runtime.Containers by adding an image tagged opts.Ref.
-func (f *Runtime) Commit(_ context.Context, nameOrID string, opts runtime.CommitOptions) (string, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.record("Commit", nameOrID, opts.Ref); err != nil {
-		return "", err
-	}
-	c, err := f.find(nameOrID)
-	if err != nil {
-		return "", fmt.Errorf("commit %w", err)
-	}
-	f.nextID++
-	id := fmt.Sprintf("sha256:fake%06d", f.nextID)
-	labels := maps.Clone(c.Labels) // as the engine does: the container's, then opts'
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	maps.Copy(labels, opts.Labels)
-	f.images[opts.Ref] = runtime.Image{ID: id, RepoTags: []string{opts.Ref}, Labels: labels, Created: time.Now()}
-	return id, nil
 }
 
 // InspectImage implements runtime.Images.
@@ -543,25 +428,6 @@ func (f *Runtime) SaveImages(_ context.Context, refs ...string) (io.ReadCloser, 
 		}
 	}
 	return io.NopCloser(strings.NewReader(strings.Join(refs, "\n"))), nil
-}
-
-// LoadImages implements runtime.Images; it accepts what SaveImages wrote.
-func (f *Runtime) LoadImages(_ context.Context, archive io.Reader) error {
-	b, err := io.ReadAll(archive)
-	if err != nil {
-		return fmt.Errorf("load images: %w", err)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.record("LoadImages"); err != nil {
-		return err
-	}
-	for _, ref := range strings.Fields(string(b)) {
-		if _, ok := f.images[ref]; !ok {
-			f.images[ref] = runtime.Image{ID: "sha256:loaded-" + ref, RepoTags: []string{ref}}
-		}
-	}
-	return nil
 }
 
 // TagImage implements runtime.Images.
@@ -677,39 +543,6 @@ func (f *Runtime) RemoveNetwork(_ context.Context, nameOrID string) error {
 			delete(f.networks, k)
 		}
 	}
-	return nil
-}
-
-// ConnectNetwork implements runtime.Resources.
-func (f *Runtime) ConnectNetwork(_ context.Context, network, container string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.record("ConnectNetwork", network, container); err != nil {
-		return err
-	}
-	c, err := f.find(container)
-	if err != nil {
-		return fmt.Errorf("connect network %q to %w", network, err)
-	}
-	if c.Networks == nil {
-		c.Networks = map[string]runtime.NetworkEndpoint{}
-	}
-	c.Networks[network] = runtime.NetworkEndpoint{}
-	return nil
-}
-
-// DisconnectNetwork implements runtime.Resources.
-func (f *Runtime) DisconnectNetwork(_ context.Context, network, container string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if err := f.record("DisconnectNetwork", network, container); err != nil {
-		return err
-	}
-	c, err := f.find(container)
-	if err != nil {
-		return fmt.Errorf("disconnect network %q from %w", network, err)
-	}
-	delete(c.Networks, network)
 	return nil
 }
 

@@ -74,14 +74,14 @@ func TestCopyFromAndState(t *testing.T) {
 	if err := f.Kill(ctx, "m", ""); err != nil {
 		t.Fatal(err)
 	}
-	if code, err := f.Wait(ctx, "m"); err != nil || code != 137 {
-		t.Errorf("after kill: %d, %v", code, err)
+	if d, err := f.InspectContainer(ctx, "m"); err != nil || d.State.Running || d.State.ExitCode != 137 {
+		t.Errorf("after kill: %+v, %v", d.State, err)
 	}
 	if _, err := f.Exec(ctx, "m", runtime.ExecOptions{Cmd: []string{"true"}}); !errors.Is(err, runtime.ErrConflict) {
 		t.Errorf("exec in stopped container: %v", err)
 	}
 	_ = f.Close()
-	if _, err := f.Info(ctx); !errors.Is(err, runtime.ErrUnavailable) {
+	if _, err := f.ListContainers(ctx, runtime.Filter{}); !errors.Is(err, runtime.ErrUnavailable) {
 		t.Errorf("after Close: %v", err)
 	}
 }
