@@ -4,7 +4,7 @@
 # containers kind and CAPD create. By default it only checks and explains:
 # what is wrong and the exact command that would fix it. It changes the host
 # only when CAPD_E2E_FIX_ENGINE=true (this project's CI sets it; see
-# README.md, "The engine", for exactly what that changes):
+# docs/reliability.md, "The engine", for exactly what that changes):
 #   - fs.inotify limits below kind's recommendation (512 instances, 524288
 #     watches): raise them with sysctl -w, until reboot (with
 #     --privileged-nesting; without the opt-in it only warns);
@@ -106,7 +106,7 @@ if ! $fix; then
   log "  echo 'deb http://deb.debian.org/debian trixie main' >/etc/apt/sources.list.d/trixie.list"
   log "  printf 'Package: *\\nPin: release n=trixie\\nPin-Priority: 100\\n' >/etc/apt/preferences.d/trixie"
   log "  apt-get update && apt-get install -t trixie docker.io && systemctl restart docker"
-  log "or rerun with CAPD_E2E_FIX_ENGINE=true (or =replace, to also restart a dockerd it did not start) to have this script do it (README.md, 'The engine')"
+  log "or rerun with CAPD_E2E_FIX_ENGINE=true (or =replace, to also restart a dockerd it did not start) to have this script do it (docs/reliability.md, 'The engine')"
   exit 1
 fi
 [[ -f /etc/debian_version ]] || { log "not Debian: install Docker >= 23 yourself"; exit 1; }

@@ -240,11 +240,11 @@ func (r *run) checkLoadBalancer(ctx context.Context, wl framework.ClusterProxy, 
 // routes between nodes: with the pod on kubeadm's control plane, excluded
 // from load balancers, every answer crossed to it from a worker, and the
 // check waited for the CNI's first route to the control plane (kube-router's
-// BGP session, 0.8–12.7 s after the worker's kube-router started; see the
-// README). No taint is tolerated but the control plane's, for a provider
-// whose control-plane nodes back load balancers: the pod is scheduled when
-// a worker is Ready and initialised, instead of being started on a node
-// whose network is not ready.
+// BGP session, 0.8–12.7 s after the worker's kube-router started; see
+// docs/performance.md). No taint is tolerated but the control plane's, for
+// a provider whose control-plane nodes back load balancers: the pod is
+// scheduled when a worker is Ready and initialised, instead of being
+// started on a node whose network is not ready.
 func loadBalancerBackendAffinity() *corev1.Affinity {
 	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
