@@ -76,12 +76,18 @@ type flavor struct {
 	kinds map[string]int
 	// variables are passed the way a spec passes ClusterctlVariables.
 	variables map[string]string
-	check     func(objs []client.Object, vars map[string]string)
+	// topology: the Cluster is of a ClusterClass (checkTopology instead of
+	// checkCommon).
+	topology bool
+	check    func(objs []client.Object, vars map[string]string)
 }
+
+// classFiles are the ClusterClasses of this folder.
+var classFiles = []string{"clusterclass-quick-start.yaml"}
 
 func baseKinds(extra map[string]int) map[string]int {
 	k := map[string]int{
-		"Cluster": 1, "DockerCluster": 1, "KubeadmControlPlane": 1, "DockerMachineTemplate": 2,
+		"Cluster": 1, "DevCluster": 1, "KubeadmControlPlane": 1, "DevMachineTemplate": 2,
 		"KubeadmConfigTemplate": 1, "MachineDeployment": 1, "ConfigMap": 1, "ClusterResourceSet": 1,
 	}
 	for kind, n := range extra {
@@ -94,12 +100,12 @@ var flavors = []flavor{
 	{name: "", file: "cluster-template.yaml", kinds: baseKinds(nil)},
 	{
 		name: "upgrades", file: "cluster-template-upgrades.yaml",
-		kinds: baseKinds(map[string]int{"DockerMachineTemplate": 4}),
+		kinds: baseKinds(map[string]int{"DevMachineTemplate": 4}),
 		check: func(objs []client.Object, vars map[string]string) {
 			to := "kindest/node:" + vars["KUBERNETES_VERSION_UPGRADE_TO"]
 			for _, n := range []string{clusterName + "-control-plane-upgrade-to", clusterName + "-md-0-upgrade-to"} {
-				dmt := find[*infrav1.DockerMachineTemplate](objs, n)
-				Expect(dmt.Spec.Template.Spec.CustomImage).To(Equal(to), "template %s", n)
+				dmt := find[*infrav1.DevMachineTemplate](objs, n)
+				Expect(dmt.Spec.Template.Spec.Backend.Docker.CustomImage).To(Equal(to), "template %s", n)
 			}
 		},
 	},
@@ -124,14 +130,22 @@ var flavors = []flavor{
 		},
 	},
 	{
+		name: "topology", file: "cluster-template-topology.yaml", topology: true,
+		kinds: map[string]int{
+			"Cluster": 1, "ClusterClass": 1, "DevClusterTemplate": 1, "KubeadmControlPlaneTemplate": 1,
+			"DevMachineTemplate": 2, "DevMachinePoolTemplate": 1, "KubeadmConfigTemplate": 1,
+			"ConfigMap": 1, "ClusterResourceSet": 1,
+		},
+	},
+	{
 		name: "self-hosted", file: "cluster-template-self-hosted.yaml",
 		kinds:     baseKinds(nil),
 		variables: map[string]string{"DOCKER_PRELOAD_IMAGES": `["registry.k8s.io/cluster-api/capd-manager:v1.14.2","capd-e2e/cert-manager-substitute:v1.21.2"]`},
 		check: func(objs []client.Object, _ map[string]string) {
 			for _, n := range []string{clusterName + "-control-plane", clusterName + "-md-0"} {
-				dmt := find[*infrav1.DockerMachineTemplate](objs, n)
-				Expect(dmt.Spec.Template.Spec.ExtraMounts).To(ContainElement(infrav1.Mount{ContainerPath: "/var/run/docker.sock", HostPath: "/var/run/docker.sock"}), "template %s", n)
-				Expect(dmt.Spec.Template.Spec.PreLoadImages).To(Equal([]string{"registry.k8s.io/cluster-api/capd-manager:v1.14.2", "capd-e2e/cert-manager-substitute:v1.21.2"}), "template %s", n)
+				dmt := find[*infrav1.DevMachineTemplate](objs, n)
+				Expect(dmt.Spec.Template.Spec.Backend.Docker.ExtraMounts).To(ContainElement(infrav1.Mount{ContainerPath: "/var/run/docker.sock", HostPath: "/var/run/docker.sock"}), "template %s", n)
+				Expect(dmt.Spec.Template.Spec.Backend.Docker.PreLoadImages).To(Equal([]string{"registry.k8s.io/cluster-api/capd-manager:v1.14.2", "capd-e2e/cert-manager-substitute:v1.21.2"}), "template %s", n)
 			}
 		},
 	},
@@ -179,6 +193,11 @@ var _ = Describe("CAPD cluster templates", Ordered, func() {
 			Expect(err).ToNot(HaveOccurred())
 			files = append(files, clusterctl.Files{SourcePath: abs, TargetName: f.file})
 		}
+		for _, f := range classFiles {
+			abs, err := filepath.Abs(f)
+			Expect(err).ToNot(HaveOccurred())
+			files = append(files, clusterctl.Files{SourcePath: abs, TargetName: f})
+		}
 		e2eConfig = full.DeepCopy()
 		e2eConfig.Providers = []clusterctl.ProviderConfig{{
 			Name: "docker", Type: "InfrastructureProvider",
@@ -199,6 +218,9 @@ var _ = Describe("CAPD cluster templates", Ordered, func() {
 			tested = append(tested, f.file)
 		}
 		Expect(found).To(ConsistOf(tested))
+		classes, err := filepath.Glob("clusterclass-*.yaml")
+		Expect(err).ToNot(HaveOccurred())
+		Expect(classes).To(ConsistOf(classFiles))
 	})
 
 	for _, f := range flavors {
@@ -235,7 +257,11 @@ var _ = Describe("CAPD cluster templates", Ordered, func() {
 			Expect(kinds).To(Equal(f.kinds))
 
 			vars := map[string]string{"KUBERNETES_VERSION_UPGRADE_TO": e2eConfig.MustGetVariable("KUBERNETES_VERSION_UPGRADE_TO")}
-			checkCommon(objs, version, e2eConfig)
+			if f.topology {
+				checkTopology(objs, version, e2eConfig)
+			} else {
+				checkCommon(objs, version, e2eConfig)
+			}
 			if f.check != nil {
 				f.check(objs, vars)
 			}
@@ -267,6 +293,11 @@ var _ = Describe("config/e2e.yaml", func() {
 			Expect(err).ToNot(HaveOccurred())
 			Expect(listed).To(ContainElement(abs), "the docker provider's files must include %s", abs)
 		}
+		for _, f := range classFiles {
+			abs, err := filepath.Abs(f)
+			Expect(err).ToNot(HaveOccurred())
+			Expect(listed).To(ContainElement(abs), "the docker provider's files must include the ClusterClass %s", abs)
+		}
 	})
 })
 
@@ -276,7 +307,7 @@ var _ = Describe("config/e2e.yaml", func() {
 func checkCommon(objs []client.Object, version string, e2eConfig *clusterctl.E2EConfig) {
 	cluster := find[*clusterv1.Cluster](objs, clusterName)
 	Expect(cluster.Spec.InfrastructureRef).To(Equal(clusterv1.ContractVersionedObjectReference{
-		APIGroup: infrav1.GroupVersion.Group, Kind: "DockerCluster", Name: clusterName,
+		APIGroup: infrav1.GroupVersion.Group, Kind: "DevCluster", Name: clusterName,
 	}))
 	Expect(cluster.Spec.ControlPlaneRef.Kind).To(Equal("KubeadmControlPlane"))
 	Expect(cluster.Spec.ClusterNetwork.Pods.CIDRBlocks).To(Equal([]string{e2eConfig.MustGetVariable("DOCKER_POD_CIDRS")}))
@@ -285,15 +316,15 @@ func checkCommon(objs []client.Object, version string, e2eConfig *clusterctl.E2E
 	kcp := find[*controlplanev1.KubeadmControlPlane](objs, clusterName+"-control-plane")
 	Expect(kcp.Spec.Replicas).To(Equal(ptr.To(int32(cpCount))))
 	Expect(kcp.Spec.Version).To(Equal(version))
-	cpTemplate := find[*infrav1.DockerMachineTemplate](objs, kcp.Spec.MachineTemplate.Spec.InfrastructureRef.Name)
-	Expect(cpTemplate.Spec.Template.Spec.CustomImage).To(Equal("kindest/node:" + version))
+	cpTemplate := find[*infrav1.DevMachineTemplate](objs, kcp.Spec.MachineTemplate.Spec.InfrastructureRef.Name)
+	Expect(cpTemplate.Spec.Template.Spec.Backend.Docker.CustomImage).To(Equal("kindest/node:" + version))
 	// Kubelet and kube-controller-manager run with DOCKER_CLOUD_PROVIDER as
 	// --cloud-provider, except in the self-hosted flavor (the one whose
 	// machines mount the engine's socket): its cluster runs without a
 	// cloud-controller-manager, whose Deployment clusterctl move would not
 	// move.
 	var cloud *string
-	if !slices.Contains(cpTemplate.Spec.Template.Spec.ExtraMounts, infrav1.Mount{ContainerPath: "/var/run/docker.sock", HostPath: "/var/run/docker.sock"}) {
+	if !slices.Contains(cpTemplate.Spec.Template.Spec.Backend.Docker.ExtraMounts, infrav1.Mount{ContainerPath: "/var/run/docker.sock", HostPath: "/var/run/docker.sock"}) {
 		cloud = ptr.To(e2eConfig.MustGetVariable("DOCKER_CLOUD_PROVIDER"))
 	}
 	checkArg(kcp.Spec.KubeadmConfigSpec.ClusterConfiguration.ControllerManager.ExtraArgs, "cloud-provider", cloud)
@@ -310,14 +341,105 @@ func checkCommon(objs []client.Object, version string, e2eConfig *clusterctl.E2E
 	md := find[*clusterv1.MachineDeployment](objs, clusterName+"-md-0")
 	Expect(md.Spec.Replicas).To(Equal(ptr.To(int32(workerCount))))
 	Expect(md.Spec.Template.Spec.Version).To(Equal(version))
-	mdTemplate := find[*infrav1.DockerMachineTemplate](objs, md.Spec.Template.Spec.InfrastructureRef.Name)
-	Expect(mdTemplate.Spec.Template.Spec.CustomImage).To(Equal("kindest/node:" + version))
+	mdTemplate := find[*infrav1.DevMachineTemplate](objs, md.Spec.Template.Spec.InfrastructureRef.Name)
+	Expect(mdTemplate.Spec.Template.Spec.Backend.Docker.CustomImage).To(Equal("kindest/node:" + version))
 	kct := find[*bootstrapv1.KubeadmConfigTemplate](objs, md.Spec.Template.Spec.Bootstrap.ConfigRef.Name)
 	checkNodeRegistration(kct.Spec.Template.Spec.JoinConfiguration.NodeRegistration, cloud)
 
 	crs := find[*addonsv1.ClusterResourceSet](objs, clusterName+"-crs-0")
 	Expect(crs.Spec.ClusterSelector.MatchLabels).To(Equal(map[string]string{"cni": cluster.Labels["cni"]}))
 	Expect(crs.Spec.Resources).To(HaveLen(1))
+	cm := find[*corev1.ConfigMap](objs, crs.Spec.Resources[0].Name)
+	Expect(cm.Data).To(Equal(map[string]string{"resources": cniManifest}), "the CNI manifest, byte for byte")
+}
+
+// checkTopology checks a Cluster of the ClusterClass quick-start: its
+// topology holds what clusterctl was given and the config's cloud provider;
+// every variable it sets, and every variable a patch reads, is declared by
+// the class; the node image comes from each builtin version (a static one
+// would outlive a topology upgrade); the templates carry the kubelet and
+// kubeadm settings our hosts need.
+func checkTopology(objs []client.Object, version string, e2eConfig *clusterctl.E2EConfig) {
+	cluster := find[*clusterv1.Cluster](objs, clusterName)
+	topo := cluster.Spec.Topology
+	Expect(topo.ClassRef.Name).To(Equal("quick-start"))
+	Expect(topo.ClassRef.Namespace).To(Equal(namespace))
+	Expect(topo.Version).To(Equal(version))
+	Expect(topo.ControlPlane.Replicas).To(Equal(ptr.To(int32(cpCount))))
+	Expect(topo.Workers.MachineDeployments).To(ConsistOf(SatisfyAll(
+		HaveField("Name", "md-0"), HaveField("Class", "default-worker"), HaveField("Replicas", ptr.To(int32(workerCount))))))
+	Expect(topo.Workers.MachinePools).To(ConsistOf(SatisfyAll(
+		HaveField("Name", "mp-0"), HaveField("Class", "default-worker"), HaveField("Replicas", ptr.To(int32(workerCount))))))
+	Expect(cluster.Spec.ClusterNetwork.Pods.CIDRBlocks).To(Equal([]string{e2eConfig.MustGetVariable("DOCKER_POD_CIDRS")}))
+
+	class := find[*clusterv1.ClusterClass](objs, "quick-start")
+	declared := map[string]bool{}
+	for _, v := range class.Spec.Variables {
+		declared[v.Name] = true
+	}
+	set := map[string]string{}
+	for _, v := range topo.Variables {
+		Expect(declared).To(HaveKey(v.Name), "the Cluster sets variable %s, which the ClusterClass does not declare", v.Name)
+		set[v.Name] = string(v.Value.Raw)
+	}
+	Expect(set).To(HaveKeyWithValue("cloudProvider", `"`+e2eConfig.MustGetVariable("DOCKER_CLOUD_PROVIDER")+`"`))
+
+	// Every variable a patch reads ({{ .name }}, valueFrom.variable) is
+	// declared, or builtin.
+	action := regexp.MustCompile(`\{\{(.*?)\}\}`)
+	field := regexp.MustCompile(`(?:^|[\s(])\.([A-Za-z][A-Za-z0-9]*)`) // the first element of .a.b.c
+	used := func(where, text string) {
+		for _, a := range action.FindAllStringSubmatch(text, -1) {
+			for _, m := range field.FindAllStringSubmatch(a[1], -1) {
+				if m[1] != "builtin" {
+					Expect(declared).To(HaveKey(m[1]), "%s reads variable %s, which the ClusterClass does not declare", where, m[1])
+				}
+			}
+		}
+	}
+	images := map[string]string{}
+	for _, p := range class.Spec.Patches {
+		used("patch "+p.Name+" enabledIf", p.EnabledIf)
+		for _, d := range p.Definitions {
+			for _, jp := range d.JSONPatches {
+				if jp.ValueFrom.Variable != "" {
+					Expect(declared).To(HaveKey(jp.ValueFrom.Variable), "patch %s reads variable %s", p.Name, jp.ValueFrom.Variable)
+				}
+				used("patch "+p.Name, jp.ValueFrom.Template)
+				if jp.Path == "/spec/template/spec/backend/docker/customImage" {
+					m := d.Selector.MatchResources
+					switch {
+					case ptr.Deref(m.ControlPlane, false):
+						images["controlPlane"] = jp.ValueFrom.Template
+					case m.MachineDeploymentClass != nil && len(m.MachineDeploymentClass.Names) > 0:
+						images["machineDeployment"] = jp.ValueFrom.Template
+					case m.MachinePoolClass != nil && len(m.MachinePoolClass.Names) > 0:
+						images["machinePool"] = jp.ValueFrom.Template
+					}
+				}
+			}
+		}
+	}
+	for _, who := range []string{"controlPlane", "machineDeployment", "machinePool"} {
+		Expect(images).To(HaveKeyWithValue(who, "kindest/node:{{ .builtin."+who+".version }}"),
+			"the %s's node image must come from its builtin version", who)
+	}
+
+	kcpt := find[*controlplanev1.KubeadmControlPlaneTemplate](objs, class.Spec.ControlPlane.TemplateRef.Name)
+	spec := kcpt.Spec.Template.Spec.KubeadmConfigSpec
+	// --cloud-provider comes from the cloudProvider patch, not the template.
+	checkNodeRegistration(spec.InitConfiguration.NodeRegistration, nil)
+	checkNodeRegistration(spec.JoinConfiguration.NodeRegistration, nil)
+	taint := ptr.To("node-role.kubernetes.io/control-plane:NoSchedule")
+	checkArg(spec.InitConfiguration.NodeRegistration.KubeletExtraArgs, "register-with-taints", taint)
+	kct := find[*bootstrapv1.KubeadmConfigTemplate](objs, class.Spec.Workers.MachineDeployments[0].Bootstrap.TemplateRef.Name)
+	checkNodeRegistration(kct.Spec.Template.Spec.JoinConfiguration.NodeRegistration, nil)
+	Expect(class.Spec.ControlPlane.HealthCheck.Checks.UnhealthyNodeConditions).To(ContainElement(clusterv1.UnhealthyNodeCondition{
+		Type: corev1.NodeReady, Status: corev1.ConditionUnknown, TimeoutSeconds: ptr.To[int32](30),
+	}))
+
+	crs := find[*addonsv1.ClusterResourceSet](objs, clusterName+"-crs-0")
+	Expect(crs.Spec.ClusterSelector.MatchLabels).To(Equal(map[string]string{"cni": cluster.Labels["cni"]}))
 	cm := find[*corev1.ConfigMap](objs, crs.Spec.Resources[0].Name)
 	Expect(cm.Data).To(Equal(map[string]string{"resources": cniManifest}), "the CNI manifest, byte for byte")
 }

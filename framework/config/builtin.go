@@ -186,13 +186,20 @@ func (c *Config) RepositoryProviders(renderDir string) ([]Provider, error) {
 	return out, nil
 }
 
-// harnessTemplates lists the harness's cluster templates,
-// data/cluster-template*.yaml.
+// harnessTemplates lists the harness's cluster templates and the
+// ClusterClasses they use: data/cluster-template*.yaml and
+// data/clusterclass-*.yaml (clusterctl adds clusterclass-<name>.yaml to a
+// template whose Cluster names that class, from the same folder).
 func (c *Config) harnessTemplates() ([]File, error) {
 	matches, err := filepath.Glob(filepath.Join(c.harnessRoot, "data", "cluster-template*.yaml"))
 	if err != nil || len(matches) == 0 {
 		return nil, fmt.Errorf("no cluster templates in %s: %v", filepath.Join(c.harnessRoot, "data"), err)
 	}
+	classes, err := filepath.Glob(filepath.Join(c.harnessRoot, "data", "clusterclass-*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	matches = append(matches, classes...)
 	slices.Sort(matches)
 	out := make([]File, len(matches))
 	for i, m := range matches {
