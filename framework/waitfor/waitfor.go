@@ -104,8 +104,12 @@ func (w Wait) Until(ctx context.Context, cond Condition) error {
 	for {
 		select {
 		case <-wctx.Done():
-			if ctx.Err() != nil {
-				return fmt.Errorf("wait for %s: %w (last seen: %s)", w.What, ctx.Err(), last)
+			if err := ctx.Err(); err != nil {
+				// A context ended with a cause (a spec's timeout) says why.
+				if cause := context.Cause(ctx); cause != nil && cause != err {
+					return fmt.Errorf("wait for %s: %w: %v (last seen: %s)", w.What, err, cause, last)
+				}
+				return fmt.Errorf("wait for %s: %w (last seen: %s)", w.What, err, last)
 			}
 			return fmt.Errorf("wait for %s: %w after %s (last seen: %s)", w.What, ErrTimeout, w.Timeout, last)
 		case ev, ok := <-events:

@@ -95,3 +95,16 @@ func TestUntilNeedsItsInputs(t *testing.T) {
 		t.Errorf("Until without inputs = %v", err)
 	}
 }
+
+// A context that ends with a cause (a spec's timeout) names it in the
+// error, which still wraps the context's error.
+func TestUntilNamesTheCauseOfTheContextsEnd(t *testing.T) {
+	c := fake.NewClientBuilder().Build()
+	ctx, cancel := context.WithTimeoutCause(context.Background(), 50*time.Millisecond, errors.New("spec x ran out of its timeout of 50ms"))
+	defer cancel()
+	w := Wait{Client: c, Watched: &corev1.ConfigMapList{}, Timeout: time.Minute, Resync: 10 * time.Millisecond, What: "a ConfigMap"}
+	err := w.Until(ctx, func(context.Context) (bool, string) { return false, "none yet" })
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "spec x ran out of its timeout of 50ms") || !strings.Contains(err.Error(), "none yet") {
+		t.Errorf("Until = %v", err)
+	}
+}
