@@ -130,6 +130,13 @@ var flavors = []flavor{
 		},
 	},
 	{
+		name: "machine-pool", file: "cluster-template-machine-pool.yaml",
+		kinds: map[string]int{
+			"Cluster": 1, "DevCluster": 1, "KubeadmControlPlane": 1, "DevMachineTemplate": 1,
+			"MachinePool": 1, "DevMachinePool": 1, "KubeadmConfig": 1, "ConfigMap": 1, "ClusterResourceSet": 1,
+		},
+	},
+	{
 		name: "topology", file: "cluster-template-topology.yaml", topology: true,
 		kinds: map[string]int{
 			"Cluster": 1, "ClusterClass": 1, "DevClusterTemplate": 1, "KubeadmControlPlaneTemplate": 1,
@@ -338,13 +345,25 @@ func checkCommon(objs []client.Object, version string, e2eConfig *clusterctl.E2E
 		checkArg(kcp.Spec.KubeadmConfigSpec.JoinConfiguration.NodeRegistration.KubeletExtraArgs, "register-with-taints", taint)
 	}
 
-	md := find[*clusterv1.MachineDeployment](objs, clusterName+"-md-0")
-	Expect(md.Spec.Replicas).To(Equal(ptr.To(int32(workerCount))))
-	Expect(md.Spec.Template.Spec.Version).To(Equal(version))
-	mdTemplate := find[*infrav1.DevMachineTemplate](objs, md.Spec.Template.Spec.InfrastructureRef.Name)
-	Expect(mdTemplate.Spec.Template.Spec.Backend.Docker.CustomImage).To(Equal("kindest/node:" + version))
-	kct := find[*bootstrapv1.KubeadmConfigTemplate](objs, md.Spec.Template.Spec.Bootstrap.ConfigRef.Name)
-	checkNodeRegistration(kct.Spec.Template.Spec.JoinConfiguration.NodeRegistration, cloud)
+	// The workers: a MachineDeployment, or (the machine-pool flavor) a
+	// MachinePool.
+	if !slices.ContainsFunc(objs, func(o client.Object) bool { _, ok := o.(*clusterv1.MachinePool); return ok }) {
+		md := find[*clusterv1.MachineDeployment](objs, clusterName+"-md-0")
+		Expect(md.Spec.Replicas).To(Equal(ptr.To(int32(workerCount))))
+		Expect(md.Spec.Template.Spec.Version).To(Equal(version))
+		mdTemplate := find[*infrav1.DevMachineTemplate](objs, md.Spec.Template.Spec.InfrastructureRef.Name)
+		Expect(mdTemplate.Spec.Template.Spec.Backend.Docker.CustomImage).To(Equal("kindest/node:" + version))
+		kct := find[*bootstrapv1.KubeadmConfigTemplate](objs, md.Spec.Template.Spec.Bootstrap.ConfigRef.Name)
+		checkNodeRegistration(kct.Spec.Template.Spec.JoinConfiguration.NodeRegistration, cloud)
+	} else {
+		mp := find[*clusterv1.MachinePool](objs, clusterName+"-mp-0")
+		Expect(mp.Spec.Replicas).To(Equal(ptr.To(int32(workerCount))))
+		Expect(mp.Spec.Template.Spec.Version).To(Equal(version))
+		dmp := find[*infrav1.DevMachinePool](objs, mp.Spec.Template.Spec.InfrastructureRef.Name)
+		Expect(dmp.Spec.Backend.Docker.CustomImage).To(Equal("kindest/node:" + version))
+		kc := find[*bootstrapv1.KubeadmConfig](objs, mp.Spec.Template.Spec.Bootstrap.ConfigRef.Name)
+		checkNodeRegistration(kc.Spec.JoinConfiguration.NodeRegistration, cloud)
+	}
 
 	crs := find[*addonsv1.ClusterResourceSet](objs, clusterName+"-crs-0")
 	Expect(crs.Spec.ClusterSelector.MatchLabels).To(Equal(map[string]string{"cni": cluster.Labels["cni"]}))
@@ -402,6 +421,9 @@ func checkTopology(objs []client.Object, version string, e2eConfig *clusterctl.E
 		used("patch "+p.Name+" enabledIf", p.EnabledIf)
 		for _, d := range p.Definitions {
 			for _, jp := range d.JSONPatches {
+				if jp.ValueFrom == nil {
+					continue // a literal value
+				}
 				if jp.ValueFrom.Variable != "" {
 					Expect(declared).To(HaveKey(jp.ValueFrom.Variable), "patch %s reads variable %s", p.Name, jp.ValueFrom.Variable)
 				}

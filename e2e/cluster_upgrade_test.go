@@ -4,6 +4,7 @@ package e2e
 
 import (
 	. "github.com/onsi/ginkgo/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/capd-e2e/capd-e2e/e2e/specs"
 )
@@ -11,5 +12,14 @@ import (
 var _ = Describe("When upgrading a cluster's Kubernetes version", func() {
 	specs.ClusterUpgradeSpec(func() specs.ClusterUpgradeSpecInput {
 		return specs.ClusterUpgradeSpecInput{CommonInput: commonInput()}
+	})
+})
+
+// Through spec.topology.version: one MachineDeployment machine and one
+// MachinePool instance besides the control plane, which keeps the rolling
+// upgrade within what a 2-core machine runs at once.
+var _ = Describe("When upgrading a ClusterClass cluster's Kubernetes version", Label(specs.LabelClusterClass), func() {
+	specs.ClusterUpgradeSpec(func() specs.ClusterUpgradeSpecInput {
+		return specs.ClusterUpgradeSpecInput{CommonInput: commonInput(), Flavor: ptr.To("topology"), WorkerMachineCount: ptr.To[int64](1)}
 	})
 })

@@ -4,11 +4,20 @@ package e2e
 
 import (
 	. "github.com/onsi/ginkgo/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/capd-e2e/capd-e2e/e2e/specs"
 )
 
-var _ = Describe("When following the quick-start", func() {
+// The pull-request gate, as upstream's: the quick-start on a Cluster of a
+// ClusterClass, with a MachineDeployment and a MachinePool.
+var _ = Describe("When following the quick-start with ClusterClass", Label(specs.LabelPRBlocking, specs.LabelClusterClass), func() {
+	specs.QuickStartSpec(func() specs.QuickStartSpecInput {
+		return specs.QuickStartSpecInput{CommonInput: commonInput(), Flavor: ptr.To("topology")}
+	})
+})
+
+var _ = Describe("When following the classic quick-start", func() {
 	specs.QuickStartSpec(func() specs.QuickStartSpecInput {
 		return specs.QuickStartSpecInput{CommonInput: commonInput()}
 	})

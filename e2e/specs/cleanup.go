@@ -129,6 +129,16 @@ func (r *run) clusterCleanup(ctx SpecContext) {
 	if r.in.SkipCleanup || !exists {
 		return
 	}
+	// Owner references and finalizers once more, as the deletion will find
+	// them, unless the spec failed already. A failure fails the spec after
+	// the deletion, which must happen whatever they are.
+	var ownership error
+	if r.created && !CurrentSpecReport().Failed() {
+		By("cleanup: check owner references and finalizers before the deletion")
+		done := r.summary.Phase("cleanup: check owner references and finalizers before the deletion")
+		ownership = InterceptGomegaFailure(func() { r.checkOwnership(ctx, r.mgmt, r.topology) })
+		done(ownership)
+	}
 	r.step("cleanup: delete cluster", func() {
 		// CAPD may still create a machine's container while the cluster is
 		// deleted (the Machines go last); catch its logs before it goes.
@@ -148,6 +158,7 @@ func (r *run) clusterCleanup(ctx SpecContext) {
 			}
 		})
 	}
+	Expect(ownership).ToNot(HaveOccurred(), "owner references and finalizers before the deletion")
 }
 
 // apiServerAnswerTimeout bounds the probe of apiServerAnswers.

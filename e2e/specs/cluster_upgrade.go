@@ -1,6 +1,7 @@
 package specs
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -61,20 +62,29 @@ type ClusterUpgradeSpecInput struct {
 }
 
 // ClusterUpgradeSpec creates a cluster at KUBERNETES_VERSION_UPGRADE_FROM
-// and upgrades it to KUBERNETES_VERSION_UPGRADE_TO: first the
-// KubeadmControlPlane (with etcd's and CoreDNS's image tags when
-// ETCD_VERSION_UPGRADE_TO / COREDNS_VERSION_UPGRADE_TO are set), waiting for
-// every control-plane Machine, kube-proxy, CoreDNS and etcd to run the new
-// versions; then every MachineDeployment; then it checks every Node is Ready
-// at the new version and the Cluster Available. It runs no conformance
-// tests.
+// and upgrades it to KUBERNETES_VERSION_UPGRADE_TO, then checks every Node
+// is Ready at the new version and the Cluster Available. It runs no
+// conformance tests.
+//
+// A Cluster of a ClusterClass (Flavor "topology") is upgraded through
+// spec.topology.version, with etcd's and CoreDNS's image tags through its
+// etcdImageTag and coreDNSImageTag variables when
+// ETCD_VERSION_UPGRADE_TO / COREDNS_VERSION_UPGRADE_TO are set, as
+// upstream's UpgradeClusterTopologyAndWaitForUpgrade does: the control
+// plane's Machines, kube-proxy, CoreDNS and etcd, then every
+// MachineDeployment's Machines and every MachinePool's instances at the
+// new version. Any other cluster is upgraded object by object: the
+// KubeadmControlPlane (with the same image tags), then every
+// MachineDeployment.
 //
 // Spec name: "k8s-upgrade". Intervals: those of the quick-start, plus
 // wait-machine-upgrade (control-plane Machines, kube-proxy, CoreDNS, etcd),
-// wait-machine-deployment-upgrade and wait-nodes-ready.
+// wait-control-plane-upgrade (a topology's control plane),
+// wait-machine-deployment-upgrade, wait-machine-pool-upgrade (a topology's
+// MachinePools) and wait-nodes-ready.
 func ClusterUpgradeSpec(inputGetter func() ClusterUpgradeSpecInput) {
 	It("upgrades the control plane, then the workers, to the new Kubernetes version",
-		Label(LabelUpgrade, LabelSlow),
+		Label(LabelK8sUpgrade, LabelSlow),
 		func(specCtx SpecContext) {
 			in := inputGetter()
 			r, ctx := begin(specCtx, "k8s-upgrade", in.CommonInput, in.Timeout)
@@ -94,46 +104,13 @@ func ClusterUpgradeSpec(inputGetter func() ClusterUpgradeSpecInput) {
 			})
 			proxy := r.in.BootstrapClusterProxy
 
-			r.step("upgrade control plane", func() {
-				cpTemplate := in.ControlPlaneMachineTemplateUpgradeTo
-				if cpTemplate == nil {
-					ref := res.ControlPlane.Spec.MachineTemplate.Spec.InfrastructureRef
-					cpTemplate = r.templateIfExists(ctx, ref, ref.Name+"-upgrade-to")
-				}
-				framework.UpgradeControlPlaneAndWaitForUpgrade(ctx, framework.UpgradeControlPlaneAndWaitForUpgradeInput{
-					ClusterProxy:                       proxy,
-					Cluster:                            res.Cluster,
-					ControlPlane:                       res.ControlPlane,
-					KubernetesUpgradeVersion:           to,
-					UpgradeMachineTemplate:             cpTemplate,
-					EtcdImageTag:                       etcdTag,
-					DNSImageTag:                        dnsTag,
-					WaitForMachinesToBeUpgraded:        r.intervals("wait-machine-upgrade"),
-					WaitForKubeProxyUpgrade:            r.intervals("wait-machine-upgrade"),
-					WaitForDNSUpgrade:                  r.intervals("wait-machine-upgrade"),
-					WaitForEtcdUpgrade:                 r.intervals("wait-machine-upgrade"),
-					PreWaitForControlPlaneToBeUpgraded: in.PreWaitForControlPlaneToBeUpgraded,
-				})
-			})
-
-			for _, md := range res.MachineDeployments {
-				r.step(fmt.Sprintf("upgrade MachineDeployment %s", md.Name), func() {
-					template := in.WorkersMachineTemplateUpgradeTo
-					if template == nil {
-						ref := md.Spec.Template.Spec.InfrastructureRef
-						template = r.templateIfExists(ctx, ref, ref.Name+"-upgrade-to")
-					}
-					framework.UpgradeMachineDeploymentsAndWait(ctx, framework.UpgradeMachineDeploymentsAndWaitInput{
-						ClusterProxy:                proxy,
-						Cluster:                     res.Cluster,
-						UpgradeVersion:              to,
-						UpgradeMachineTemplate:      template,
-						MachineDeployments:          []*clusterv1.MachineDeployment{md},
-						WaitForMachinesToBeUpgraded: r.intervals("wait-machine-deployment-upgrade"),
-					})
-				})
+			if res.Cluster.Spec.Topology.IsDefined() {
+				r.upgradeTopology(ctx, in, res, to, etcdTag, dnsTag)
+			} else {
+				r.upgradeClassic(ctx, in, res, to, etcdTag, dnsTag)
 			}
 
+			r.summary.Set("node images after the upgrade", r.nodeImages(ctx, proxy.GetClient()))
 			r.step("wait for every node to be Ready at the new version", func() {
 				wl := proxy.GetWorkloadCluster(ctx, r.namespace, r.clusterName)
 				defer wl.Dispose(ctx)
@@ -146,4 +123,99 @@ func ClusterUpgradeSpec(inputGetter func() ClusterUpgradeSpecInput) {
 			})
 			r.verifyClusterHealthy(ctx, proxy)
 		})
+}
+
+// upgradeClassic upgrades a cluster without a ClusterClass as upstream's
+// ClusterUpgradeConformanceSpec does: the KubeadmControlPlane (to the
+// "-upgrade-to" machine template when the flavor has one), then each
+// MachineDeployment.
+func (r *run) upgradeClassic(ctx context.Context, in ClusterUpgradeSpecInput, res *clusterctl.ApplyClusterTemplateAndWaitResult, to, etcdTag, dnsTag string) {
+	proxy := r.in.BootstrapClusterProxy
+	r.step("upgrade control plane", func() {
+		cpTemplate := in.ControlPlaneMachineTemplateUpgradeTo
+		if cpTemplate == nil {
+			ref := res.ControlPlane.Spec.MachineTemplate.Spec.InfrastructureRef
+			cpTemplate = r.templateIfExists(ctx, ref, ref.Name+"-upgrade-to")
+		}
+		framework.UpgradeControlPlaneAndWaitForUpgrade(ctx, framework.UpgradeControlPlaneAndWaitForUpgradeInput{
+			ClusterProxy:                       proxy,
+			Cluster:                            res.Cluster,
+			ControlPlane:                       res.ControlPlane,
+			KubernetesUpgradeVersion:           to,
+			UpgradeMachineTemplate:             cpTemplate,
+			EtcdImageTag:                       etcdTag,
+			DNSImageTag:                        dnsTag,
+			WaitForMachinesToBeUpgraded:        r.intervals("wait-machine-upgrade"),
+			WaitForKubeProxyUpgrade:            r.intervals("wait-machine-upgrade"),
+			WaitForDNSUpgrade:                  r.intervals("wait-machine-upgrade"),
+			WaitForEtcdUpgrade:                 r.intervals("wait-machine-upgrade"),
+			PreWaitForControlPlaneToBeUpgraded: in.PreWaitForControlPlaneToBeUpgraded,
+		})
+	})
+
+	for _, md := range res.MachineDeployments {
+		r.step(fmt.Sprintf("upgrade MachineDeployment %s", md.Name), func() {
+			template := in.WorkersMachineTemplateUpgradeTo
+			if template == nil {
+				ref := md.Spec.Template.Spec.InfrastructureRef
+				template = r.templateIfExists(ctx, ref, ref.Name+"-upgrade-to")
+			}
+			framework.UpgradeMachineDeploymentsAndWait(ctx, framework.UpgradeMachineDeploymentsAndWaitInput{
+				ClusterProxy:                proxy,
+				Cluster:                     res.Cluster,
+				UpgradeVersion:              to,
+				UpgradeMachineTemplate:      template,
+				MachineDeployments:          []*clusterv1.MachineDeployment{md},
+				WaitForMachinesToBeUpgraded: r.intervals("wait-machine-deployment-upgrade"),
+			})
+		})
+	}
+}
+
+// upgradeTopology upgrades a Cluster of a ClusterClass through
+// spec.topology.version (and its etcdImageTag and coreDNSImageTag
+// variables), with upstream's UpgradeClusterTopologyAndWaitForUpgrade: the
+// control plane's Machines, kube-proxy, CoreDNS and etcd, then every
+// MachineDeployment's Machines and every MachinePool's instances at the
+// new version. The ClusterClass derives each node image from the version,
+// so nothing else changes. The two halves are phases of the summary.
+func (r *run) upgradeTopology(ctx context.Context, in ClusterUpgradeSpecInput, res *clusterctl.ApplyClusterTemplateAndWaitResult, to, etcdTag, dnsTag string) {
+	var controlPlaneDone, workersDone func(error)
+	end := func(done *func(error)) {
+		if *done != nil {
+			(*done)(nil)
+			*done = nil
+		}
+	}
+	r.step("upgrade the topology", func() {
+		framework.UpgradeClusterTopologyAndWaitForUpgrade(ctx, framework.UpgradeClusterTopologyAndWaitForUpgradeInput{
+			ClusterProxy:             r.in.BootstrapClusterProxy,
+			Cluster:                  res.Cluster,
+			ControlPlane:             res.ControlPlane,
+			EtcdImageTag:             etcdTag,
+			DNSImageTag:              dnsTag,
+			MachineDeployments:       res.MachineDeployments,
+			MachinePools:             res.MachinePools,
+			KubernetesUpgradeVersion: to,
+			PreWaitForControlPlaneToBeUpgraded: func() {
+				controlPlaneDone = r.summary.Phase("topology upgrade: the control plane, kube-proxy, CoreDNS, etcd")
+				if in.PreWaitForControlPlaneToBeUpgraded != nil {
+					in.PreWaitForControlPlaneToBeUpgraded()
+				}
+			},
+			PreWaitForWorkersToBeUpgraded: func() {
+				end(&controlPlaneDone)
+				workersDone = r.summary.Phase("topology upgrade: the MachineDeployments and MachinePools")
+			},
+			// The waits of upgradeClassic, which a topology cluster makes
+			// instead.
+			WaitForControlPlaneToBeUpgraded:      r.intervals("wait-control-plane-upgrade"),
+			WaitForKubeProxyUpgrade:              r.intervals("wait-machine-upgrade"),            // replaces a wait
+			WaitForDNSUpgrade:                    r.intervals("wait-machine-upgrade"),            // replaces a wait
+			WaitForEtcdUpgrade:                   r.intervals("wait-machine-upgrade"),            // replaces a wait
+			WaitForMachineDeploymentToBeUpgraded: r.intervals("wait-machine-deployment-upgrade"), // replaces a wait
+			WaitForMachinePoolToBeUpgraded:       r.intervals("wait-machine-pool-upgrade"),
+		})
+		end(&workersDone)
+	})
 }

@@ -119,15 +119,38 @@ func (r *run) createCluster(ctx context.Context, o createOptions) *clusterctl.Ap
 		r.waitForControlPlaneReady(ctx, wc)
 	})
 	r.step("wait for worker machines", func() {
-		res.MachineDeployments = r.waitForWorkers(ctx, wc)
+		res.MachineDeployments = r.waitForWorkers(ctx, wc, res.Cluster)
 	})
+	if n := r.machinePools(ctx, wc, res.Cluster); n > 0 {
+		r.step("wait for machine pool nodes", func() {
+			res.MachinePools = r.waitForMachinePools(ctx, wc, n)
+		})
+	}
 	if o.postMachinesProvisioned != nil {
 		r.step("post machines provisioned hook", func() {
 			o.postMachinesProvisioned(proxy, r.namespace, r.clusterName)
 		})
 	}
 	r.verifyClusterHealthy(ctx, proxy)
+	r.topology = res.Cluster.Spec.Topology.IsDefined()
+	r.summary.Set("machines", fmt.Sprintf("%d control plane, %d workers", res.ExpectedTotalNodes()-res.ExpectedWorkerNodes(), res.ExpectedWorkerNodes()))
+	r.summary.Set("node images", r.nodeImages(ctx, proxy.GetClient()))
+	r.step("check owner references and finalizers", func() {
+		r.checkOwnership(ctx, proxy, r.topology)
+	})
+	r.created = true
 	return res
+}
+
+// machinePools returns how many MachinePools the cluster has: its
+// topology's, or those of the template, which exist once it is applied.
+func (r *run) machinePools(ctx context.Context, c client.Reader, cluster *clusterv1.Cluster) int {
+	if cluster != nil && cluster.Spec.Topology.IsDefined() {
+		return len(cluster.Spec.Topology.Workers.MachinePools)
+	}
+	list := &clusterv1.MachinePoolList{}
+	Expect(c.List(ctx, list, client.InNamespace(r.namespace), r.clusterLabels())).To(Succeed())
+	return len(list.Items)
 }
 
 // verifyClusterHealthy checks the Cluster's Available condition and every

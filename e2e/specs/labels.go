@@ -2,31 +2,48 @@ package specs
 
 // Labels are the one vocabulary for filtering capd-e2e's specs, with
 // Ginkgo's --label-filter (GINKGO_LABEL_FILTER in `make test-e2e`); spec
-// descriptions carry no bracketed tags. Each spec puts its own labels on its
-// It; a suite may add more on the Describe that calls the spec, but only
-// from this list, so that a filter written against it selects the same
-// specs in every suite that imports this package.
+// descriptions carry no bracketed tags. Where upstream
+// (sigs.k8s.io/cluster-api/test/e2e) has a label of the same meaning, it is
+// upstream's, spelt as upstream spells it, so that a job filter written for
+// upstream's suite selects the same kind of spec here.
 //
-//	spec                     labels
-//	QuickStartSpec           PR-Blocking, quick-start
-//	ClusterUpgradeSpec       upgrade, slow
+// Each spec puts the label of what it is on its It; what depends on how a
+// suite calls it (which flavor: a ClusterClass or not; whether a pull
+// request must pass it) goes on the suite's Describe, as upstream's suites
+// do, and only from this list:
+//
+//	spec                     on its It                       a suite adds
+//	QuickStartSpec           quick-start                     PR-Blocking, ClusterClass
+//	ClusterUpgradeSpec       K8s-Upgrade, slow               ClusterClass
 //	MachineHealthCheckSpec   remediation
-//	SelfHostedSpec           self-hosted, clusterctl, slow
+//	MachinePoolSpec          machine-pool
+//	SelfHostedSpec           self-hosted, clusterctl, slow   ClusterClass
+//
+// capd-e2e's own suite (e2e/) puts PR-Blocking and ClusterClass on the
+// quick-start with the topology flavor, as upstream's PR gate does.
 //
 // Examples: "PR-Blocking" runs what a pull request must pass; "!slow" leaves
-// out the specs that take more than about 20 minutes here; "remediation ||
-// self-hosted" runs those two.
+// out the specs that take more than about 20 minutes here; "ClusterClass"
+// runs every spec on a topology cluster; "remediation || self-hosted" runs
+// those two.
 const (
 	// LabelPRBlocking marks the specs a pull request must pass: the fast,
-	// broad signal that a change did not break cluster creation.
+	// broad signal that a change did not break cluster creation
+	// (upstream's).
 	LabelPRBlocking = "PR-Blocking"
+	// LabelClusterClass marks specs whose cluster is of a ClusterClass
+	// (spec.topology) (upstream's).
+	LabelClusterClass = "ClusterClass"
+	// LabelK8sUpgrade marks specs that upgrade a cluster's Kubernetes
+	// version (upstream's).
+	LabelK8sUpgrade = "K8s-Upgrade"
 	// LabelQuickStart marks the quick-start spec.
 	LabelQuickStart = "quick-start"
-	// LabelUpgrade marks specs that upgrade a cluster's Kubernetes version.
-	LabelUpgrade = "upgrade"
 	// LabelRemediation marks specs in which a MachineHealthCheck replaces an
 	// unhealthy Machine.
 	LabelRemediation = "remediation"
+	// LabelMachinePool marks specs that scale a MachinePool.
+	LabelMachinePool = "machine-pool"
 	// LabelSelfHosted marks specs that move a cluster's management into
 	// itself.
 	LabelSelfHosted = "self-hosted"

@@ -21,7 +21,8 @@ type QuickStartSpecInput struct {
 	Timeout time.Duration
 
 	// Flavor is the cluster template flavor. If unset, the default template
-	// (cluster-template.yaml).
+	// (cluster-template.yaml); "topology" is a Cluster of the ClusterClass
+	// quick-start.
 	Flavor *string
 
 	// ControlPlaneMachineCount is the number of control-plane machines. If
@@ -46,7 +47,12 @@ type QuickStartSpecInput struct {
 // start does, from a clusterctl template, and checks that it becomes
 // Available with every Machine Ready and a Node behind it; then it deletes
 // the cluster and checks that no container is left. It is the fast, broad
-// signal meant to block pull requests (label PR-Blocking).
+// signal meant to block pull requests: a suite puts PR-Blocking on the
+// Describe that calls it, with Flavor "topology" (a Cluster of the
+// ClusterClass quick-start, with a MachineDeployment and a MachinePool) as
+// upstream's PR gate does. After the cluster is created, and again before
+// it is deleted, it checks the owner references and finalizers of every
+// object of the cluster with upstream's assertions.
 //
 // With a CloudControllerManager, it also checks that the manager
 // initialised every Node (provider ID, addresses, the instance type,
@@ -61,7 +67,7 @@ type QuickStartSpecInput struct {
 // Variables: KUBERNETES_VERSION.
 func QuickStartSpec(inputGetter func() QuickStartSpecInput) {
 	It("creates a workload cluster whose Machines all become Ready, and deletes it without leftovers",
-		Label(LabelPRBlocking, LabelQuickStart),
+		Label(LabelQuickStart),
 		func(specCtx SpecContext) {
 			in := inputGetter()
 			r, ctx := begin(specCtx, "quick-start", in.CommonInput, in.Timeout)

@@ -15,9 +15,10 @@ var specNeeds = []struct {
 	variables []string
 }{
 	{"quick-start", LabelQuickStart, []string{varKubernetesVersion}},
-	{"k8s-upgrade", LabelUpgrade, []string{varKubernetesVersionUpgradeFrom, varKubernetesVersionUpgradeTo}},
+	{"k8s-upgrade", LabelK8sUpgrade, []string{varKubernetesVersionUpgradeFrom, varKubernetesVersionUpgradeTo}},
 	{"md-remediation", LabelRemediation, []string{varKubernetesVersion}},
 	{"kcp-remediation", LabelRemediation, []string{varKubernetesVersion}},
+	{"machine-pool", LabelMachinePool, []string{varKubernetesVersion}},
 	{"self-hosted", LabelSelfHosted, []string{varKubernetesVersion}},
 }
 

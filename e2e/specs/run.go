@@ -53,6 +53,10 @@ type run struct {
 	// cluster.
 	namespaceCreated bool
 	cancelWatches    context.CancelFunc
+	// created is set once createCluster saw the cluster healthy, and
+	// topology whether its Cluster is of a ClusterClass: the ownership
+	// check before the deletion needs both.
+	created, topology bool
 }
 
 // begin validates the common input, names the spec's namespace and cluster,

@@ -7,7 +7,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
 )
 
@@ -22,6 +25,7 @@ var _ = Describe("capd-e2e specs", func() {
 	MachineHealthCheckSpec(func() MachineHealthCheckSpecInput {
 		return MachineHealthCheckSpecInput{CommonInput: never()}
 	})
+	MachinePoolSpec(func() MachinePoolSpecInput { return MachinePoolSpecInput{CommonInput: never()} })
 	SelfHostedSpec(func() SelfHostedSpecInput { return SelfHostedSpecInput{CommonInput: never()} })
 })
 
@@ -30,11 +34,12 @@ func TestSpecTree(t *testing.T) {
 	if !report.SuiteSucceeded {
 		t.Fatalf("the spec tree does not build: %v", report.SpecialSuiteFailureReasons)
 	}
-	vocabulary := []string{LabelPRBlocking, LabelQuickStart, LabelUpgrade, LabelRemediation, LabelSelfHosted, LabelClusterctl, LabelSlow}
+	vocabulary := []string{LabelPRBlocking, LabelClusterClass, LabelK8sUpgrade, LabelQuickStart, LabelRemediation, LabelMachinePool, LabelSelfHosted, LabelClusterctl, LabelSlow}
 	want := map[string][]string{
-		"quick-start": {LabelPRBlocking, LabelQuickStart},
-		"upgrade":     {LabelUpgrade, LabelSlow},
+		"quick-start": {LabelQuickStart},
+		"upgrade":     {LabelK8sUpgrade, LabelSlow},
 		"remediation": {LabelRemediation},
+		"machinepool": {LabelMachinePool},
 		"self-hosted": {LabelSelfHosted, LabelClusterctl, LabelSlow},
 	}
 	if len(report.SpecReports) != len(want) {
@@ -104,6 +109,29 @@ func TestLoadBalancerBackendReady(t *testing.T) {
 		got, why := loadBalancerBackendReady(tc.nodes)
 		if got != tc.want || why != tc.why {
 			t.Errorf("%s: got (%v, %q), want (%v, %q)", tc.name, got, why, tc.want, tc.why)
+		}
+	}
+}
+
+func TestOwnerAssertionsOfAClassicMachinePool(t *testing.T) {
+	key := types.NamespacedName{Namespace: "ns", Name: "c-mp-0"}
+	mp := metav1.OwnerReference{Kind: "MachinePool", APIVersion: clusterv1.GroupVersion.String(), Controller: ptr.To(true)}
+	cluster := metav1.OwnerReference{Kind: "Cluster", APIVersion: clusterv1.GroupVersion.String()}
+	for _, tc := range []struct {
+		topology bool
+		owners   []metav1.OwnerReference
+		ok       bool
+	}{
+		{topology: false, owners: []metav1.OwnerReference{mp}, ok: true},
+		{topology: false, owners: []metav1.OwnerReference{mp, cluster}, ok: false},
+		{topology: true, owners: []metav1.OwnerReference{mp, cluster}, ok: true},
+		{topology: true, owners: []metav1.OwnerReference{mp}, ok: false},
+	} {
+		a := ownerAssertions(tc.topology)
+		for _, kind := range []string{"DevMachinePool", "KubeadmConfig"} {
+			if err := a[kind](key, tc.owners); (err == nil) != tc.ok {
+				t.Errorf("topology %t, %s owned by %v: %v, want ok %t", tc.topology, kind, tc.owners, err, tc.ok)
+			}
 		}
 	}
 }

@@ -24,11 +24,12 @@ import (
 
 // creationWaits are createCluster's: apply the template, infrastructure
 // provisioned, control plane initialised, control plane ready, workers,
-// then the Cluster Available and every Machine Ready.
+// MachinePools (a cluster that has some), then the Cluster Available and
+// every Machine Ready.
 var creationWaits = []string{
 	"wait-cluster", "wait-cluster",
 	"wait-control-plane", "wait-control-plane",
-	"wait-worker-nodes",
+	"wait-worker-nodes", "wait-machine-pool-nodes",
 	"wait-cluster", "wait-cluster",
 }
 
@@ -46,12 +47,17 @@ var specWaits = map[string][]string{
 			"wait-load-balancer", "wait-load-balancer", "wait-worker-nodes",
 			"wait-load-balancer", "wait-load-balancer", "wait-load-balancer"}),
 	"k8s-upgrade": slices.Concat(creationWaits,
-		// The control plane's Machines, kube-proxy, CoreDNS and etcd; the
-		// MachineDeployment of the default flavor (one per
-		// MachineDeployment: set Timeout for a flavor with more); every
-		// Node Ready at the new version.
+		// The control plane's Machines (a topology's:
+		// wait-control-plane-upgrade), kube-proxy, CoreDNS and etcd; the
+		// MachineDeployment and the MachinePool of the default flavors
+		// (one per MachineDeployment or MachinePool: set Timeout for a
+		// flavor with more); every Node Ready at the new version.
 		[]string{"wait-machine-upgrade", "wait-machine-upgrade", "wait-machine-upgrade", "wait-machine-upgrade",
-			"wait-machine-deployment-upgrade", "wait-nodes-ready"},
+			"wait-control-plane-upgrade", "wait-machine-deployment-upgrade", "wait-machine-pool-upgrade", "wait-nodes-ready"},
+		healthWaits),
+	"machine-pool": slices.Concat(creationWaits,
+		// Each scaling step (3, 1, 0 by default: set Timeout for more).
+		[]string{"wait-machine-pool-nodes", "wait-machine-pool-nodes", "wait-machine-pool-nodes"},
 		healthWaits),
 	"md-remediation":  remediationWaits,
 	"kcp-remediation": remediationWaits,

@@ -14,8 +14,9 @@ import (
 
 // waitCall matches a wait in the specs' code: r.wait(c, "<key>", ...),
 // r.durations("<key>"), r.intervals("<key>"). A line marked "replaces a
-// wait" hands an interval to a hook that replaces one of the spec's own
-// waits, and is not a wait of its own.
+// wait" waits instead of a wait counted elsewhere (an interval handed to a
+// hook that replaces one of the spec's own waits, or the other of two ways
+// of doing one step), and is not a wait of its own.
 var waitCall = regexp.MustCompile(`(?:intervals\(|durations\(|wait\(\w+, )"([a-z-]+)"`)
 
 var variableCall = regexp.MustCompile(`variable\((var[A-Za-z]+)\)`)
@@ -49,6 +50,7 @@ func scan(t *testing.T, files ...string) (waits, vars []string) {
 var specFiles = map[string][]string{
 	"quick-start":     {"quick_start.go", "cloud_provider.go"},
 	"k8s-upgrade":     {"cluster_upgrade.go"},
+	"machine-pool":    {"machine_pool.go"},
 	"md-remediation":  {"machine_health_check.go"},
 	"kcp-remediation": {"machine_health_check.go"},
 	"self-hosted":     {"self_hosted.go"},

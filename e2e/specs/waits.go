@@ -53,7 +53,7 @@ func (r *run) waitForClusterProvisioned(ctx context.Context, c client.WithWatch)
 		if err := c.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.clusterName}, cluster); err != nil {
 			return false, err.Error()
 		}
-		return cluster.Status.Phase == string(clusterv1.ClusterPhaseProvisioned), "phase " + cluster.Status.Phase
+		return cluster.Status.Phase == string(clusterv1.ClusterPhaseProvisioned), "phase " + cluster.Status.Phase + topologyProblem(cluster)
 	})
 	Expect(err).ToNot(HaveOccurred())
 	return cluster
@@ -132,8 +132,14 @@ func (r *run) waitForControlPlaneReady(ctx context.Context, c client.WithWatch) 
 
 // waitForWorkers waits for every MachineDeployment of the cluster to have
 // its replicas as Machines with a Node (upstream:
-// DiscoveryAndWaitForMachineDeployments).
-func (r *run) waitForWorkers(ctx context.Context, c client.WithWatch) []*clusterv1.MachineDeployment {
+// DiscoveryAndWaitForMachineDeployments). For a Cluster of a ClusterClass
+// it first waits for the topology's MachineDeployments to exist: the
+// topology controller makes them only once the control plane allows.
+func (r *run) waitForWorkers(ctx context.Context, c client.WithWatch, cluster *clusterv1.Cluster) []*clusterv1.MachineDeployment {
+	want := -1
+	if cluster != nil && cluster.Spec.Topology.IsDefined() {
+		want = len(cluster.Spec.Topology.Workers.MachineDeployments)
+	}
 	var mds []*clusterv1.MachineDeployment
 	err := r.wait(c, "wait-worker-nodes", "the worker Machines of "+r.clusterName, &clusterv1.MachineList{}, r.clusterLabels()).Until(ctx, func(ctx context.Context) (bool, string) {
 		list := &clusterv1.MachineDeploymentList{}
@@ -142,6 +148,9 @@ func (r *run) waitForWorkers(ctx context.Context, c client.WithWatch) []*cluster
 		}
 		mds = mds[:0]
 		var missing []string
+		if want >= 0 && len(list.Items) != want {
+			missing = append(missing, fmt.Sprintf("%d of the topology's %d MachineDeployments made", len(list.Items), want))
+		}
 		for i := range list.Items {
 			md := &list.Items[i]
 			mds = append(mds, md)
@@ -158,6 +167,36 @@ func (r *run) waitForWorkers(ctx context.Context, c client.WithWatch) []*cluster
 	})
 	Expect(err).ToNot(HaveOccurred())
 	return mds
+}
+
+// waitForMachinePools waits for every MachinePool of the cluster to have
+// its replicas as ready Nodes (upstream: DiscoveryAndWaitForMachinePools,
+// which counts status.nodeRefs the same way); want is how many
+// MachinePools the cluster has (the topology's, or those listed already).
+func (r *run) waitForMachinePools(ctx context.Context, c client.WithWatch, want int) []*clusterv1.MachinePool {
+	var mps []*clusterv1.MachinePool
+	err := r.wait(c, "wait-machine-pool-nodes", "the MachinePools of "+r.clusterName, &clusterv1.MachinePoolList{}, r.clusterLabels()).Until(ctx, func(ctx context.Context) (bool, string) {
+		list := &clusterv1.MachinePoolList{}
+		if err := c.List(ctx, list, client.InNamespace(r.namespace), r.clusterLabels()); err != nil {
+			return false, err.Error()
+		}
+		mps = mps[:0]
+		var missing []string
+		if len(list.Items) != want {
+			missing = append(missing, fmt.Sprintf("%d of %d MachinePools made", len(list.Items), want))
+		}
+		for i := range list.Items {
+			mp := &list.Items[i]
+			mps = append(mps, mp)
+			if want := ptr.Deref(mp.Spec.Replicas, 0); int32(len(mp.Status.NodeRefs)) != want || ptr.Deref(mp.Status.ReadyReplicas, 0) != want {
+				missing = append(missing, fmt.Sprintf("%s: %d Nodes, %d ready replicas, of %d", mp.Name, len(mp.Status.NodeRefs), ptr.Deref(mp.Status.ReadyReplicas, 0), want))
+			}
+		}
+		slices.Sort(missing)
+		return len(missing) == 0, strings.Join(missing, "; ")
+	})
+	Expect(err).ToNot(HaveOccurred())
+	return mps
 }
 
 // conditionTrue returns "" when conds has condType True with an empty

@@ -28,8 +28,12 @@ func TestE2E(t *testing.T) { e2eSuite.Run(t, "my-provider-e2e") }
 var _ = e2eSuite.RegisterSetupAndTeardown()
 
 var _ = Describe("My provider", func() {
-	specs.QuickStartSpec(func() specs.QuickStartSpecInput {
-		return specs.QuickStartSpecInput{CommonInput: specs.CommonInputFrom(e2eSuite.Environment())}
+	// PR-Blocking is the suite's to give: a spec carries only the label of
+	// what it is.
+	Context("on every pull request", Label(specs.LabelPRBlocking), func() {
+		specs.QuickStartSpec(func() specs.QuickStartSpecInput {
+			return specs.QuickStartSpecInput{CommonInput: specs.CommonInputFrom(e2eSuite.Environment())}
+		})
 	})
 
 	specs.MachineHealthCheckSpec(func() specs.MachineHealthCheckSpecInput {
