@@ -145,6 +145,15 @@ var flavors = []flavor{
 		},
 	},
 	{
+		name: "topology-self-hosted", file: "cluster-template-topology-self-hosted.yaml", topology: true,
+		kinds: map[string]int{
+			"Cluster": 1, "ClusterClass": 1, "DevClusterTemplate": 1, "KubeadmControlPlaneTemplate": 1,
+			"DevMachineTemplate": 2, "DevMachinePoolTemplate": 1, "KubeadmConfigTemplate": 1,
+			"ConfigMap": 1, "ClusterResourceSet": 1,
+		},
+		variables: map[string]string{"DOCKER_PRELOAD_IMAGES": `["registry.k8s.io/cluster-api/capd-manager:v1.14.2"]`},
+	},
+	{
 		name: "self-hosted", file: "cluster-template-self-hosted.yaml",
 		kinds:     baseKinds(nil),
 		variables: map[string]string{"DOCKER_PRELOAD_IMAGES": `["registry.k8s.io/cluster-api/capd-manager:v1.14.2","capd-e2e/cert-manager-substitute:v1.21.2"]`},
@@ -401,7 +410,14 @@ func checkTopology(objs []client.Object, version string, e2eConfig *clusterctl.E
 		Expect(declared).To(HaveKey(v.Name), "the Cluster sets variable %s, which the ClusterClass does not declare", v.Name)
 		set[v.Name] = string(v.Value.Raw)
 	}
-	Expect(set).To(HaveKeyWithValue("cloudProvider", `"`+e2eConfig.MustGetVariable("DOCKER_CLOUD_PROVIDER")+`"`))
+	// The self-hosted cluster runs without a cloud provider (see
+	// checkCommon) and with the engine's socket.
+	if set["dockerSocket"] == "true" {
+		Expect(set).To(HaveKeyWithValue("cloudProvider", `""`))
+		Expect(set).To(HaveKeyWithValue("preLoadImages", `["registry.k8s.io/cluster-api/capd-manager:v1.14.2"]`))
+	} else {
+		Expect(set).To(HaveKeyWithValue("cloudProvider", `"`+e2eConfig.MustGetVariable("DOCKER_CLOUD_PROVIDER")+`"`))
+	}
 
 	// Every variable a patch reads ({{ .name }}, valueFrom.variable) is
 	// declared, or builtin.

@@ -7,21 +7,29 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/cluster-api/test/framework"
 
 	"github.com/capd-e2e/capd-e2e/e2e/specs"
 )
 
+// The clusterctl config marks cert-manager externally provisioned, so the
+// self-hosted cluster needs the CRDs and our substitute before clusterctl
+// init, as the management cluster did.
+func installCertManager(ctx context.Context, proxy framework.ClusterProxy) {
+	Expect(e2eSuite.Environment().InstallCertManager(ctx, proxy)).To(Succeed())
+}
+
 var _ = Describe("When moving a cluster's management into itself", func() {
 	specs.SelfHostedSpec(func() specs.SelfHostedSpecInput {
-		return specs.SelfHostedSpecInput{
-			CommonInput: commonInput(),
-			// The clusterctl config marks cert-manager externally provisioned,
-			// so the self-hosted cluster needs the CRDs and our substitute
-			// before clusterctl init, as the management cluster did.
-			PreClusterctlInit: func(ctx context.Context, proxy framework.ClusterProxy) {
-				Expect(e2eSuite.Environment().InstallCertManager(ctx, proxy)).To(Succeed())
-			},
-		}
+		return specs.SelfHostedSpecInput{CommonInput: commonInput(), PreClusterctlInit: installCertManager}
+	})
+})
+
+// As upstream runs it: a Cluster of a ClusterClass, moved with its class
+// and templates.
+var _ = Describe("When moving a ClusterClass cluster's management into itself", Label(specs.LabelClusterClass), func() {
+	specs.SelfHostedSpec(func() specs.SelfHostedSpecInput {
+		return specs.SelfHostedSpecInput{CommonInput: commonInput(), PreClusterctlInit: installCertManager, Flavor: ptr.To("topology-self-hosted")}
 	})
 })
