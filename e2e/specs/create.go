@@ -49,7 +49,7 @@ func (r *run) createCluster(ctx context.Context, o createOptions) *clusterctl.Ap
 	}
 	r.summary.Set("flavor", flavorName(o.flavor))
 	r.summary.Set("kubernetes version", o.kubernetesVersion)
-	r.summary.Set("machines", fmt.Sprintf("%d control plane, %d workers", o.controlPlaneCount, o.workerCount))
+	r.summary.Set("machines", fmt.Sprintf("%d control plane, %d workers requested", o.controlPlaneCount, o.workerCount))
 
 	var yaml []byte
 	r.step("generate cluster template", func() {

@@ -13,9 +13,11 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	controlplanev1 "sigs.k8s.io/cluster-api/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	clusterctlcluster "sigs.k8s.io/cluster-api/cmd/clusterctl/client/cluster"
 	"sigs.k8s.io/cluster-api/test/framework"
+	infrav1 "sigs.k8s.io/cluster-api/test/infrastructure/docker/api/v1beta2"
 )
 
 // checkOwnership checks the owner references and finalizers of every
@@ -28,7 +30,7 @@ import (
 // fails the check: an object nobody expected is a finding too.
 func (r *run) checkOwnership(ctx context.Context, proxy framework.ClusterProxy, topology bool) {
 	filter := clusterctlcluster.FilterClusterObjectsWithNameFilter(r.clusterName)
-	framework.AssertOwnerReferences(r.namespace, proxy.GetKubeconfigPath(), filter, ownerAssertions(topology))
+	framework.AssertOwnerReferences(r.namespace, proxy.GetKubeconfigPath(), filter, ownerAssertions(topology, r.unusedMachineTemplates(ctx, proxy.GetClient())))
 	core := framework.CoreFinalizersAssertionWithLegacyClusters
 	if topology {
 		core = framework.CoreFinalizersAssertionWithClassyClusters
@@ -49,8 +51,12 @@ type ownerAssertion = func(types.NamespacedName, []metav1.OwnerReference) error
 // DevMachinePool and its KubeadmConfig expect the Cluster among the owners,
 // which the topology controller adds to a Cluster of a ClusterClass; a
 // MachinePool of a classic template has its MachinePool alone (Cluster API
-// v1.14.2, seen in the machine-pool spec).
-func ownerAssertions(topology bool) map[string]ownerAssertion {
+// v1.14.2, seen in the machine-pool spec). And a machine template nothing
+// uses yet (the upgrades flavor's "-upgrade-to" ones, before the upgrade)
+// has no owner: Cluster API adds the Cluster when a KubeadmControlPlane or
+// MachineDeployment first references it (seen in the upgrade spec); unused
+// names those.
+func ownerAssertions(topology bool, unused map[string]bool) map[string]ownerAssertion {
 	all := map[string]ownerAssertion{}
 	for _, m := range []map[string]ownerAssertion{
 		framework.CoreOwnerReferenceAssertion,
@@ -68,6 +74,14 @@ func ownerAssertions(topology bool) map[string]ownerAssertion {
 			all[kind] = f
 		}
 	}
+	if upstream := all["DevMachineTemplate"]; upstream != nil {
+		all["DevMachineTemplate"] = func(n types.NamespacedName, owners []metav1.OwnerReference) error {
+			if unused[n.Name] {
+				return framework.HasExactOwners(owners)
+			}
+			return upstream(n, owners)
+		}
+	}
 	if !topology {
 		machinePool := metav1.OwnerReference{Kind: "MachinePool", APIVersion: clusterv1.GroupVersion.String(), Controller: ptr.To(true)}
 		machine := metav1.OwnerReference{Kind: "Machine", APIVersion: clusterv1.GroupVersion.String(), Controller: ptr.To(true)}
@@ -79,6 +93,35 @@ func ownerAssertions(topology bool) map[string]ownerAssertion {
 		}
 	}
 	return all
+}
+
+// unusedMachineTemplates returns the names of the DevMachineTemplates of
+// the spec's namespace that no KubeadmControlPlane, MachineDeployment or
+// MachineSet references.
+func (r *run) unusedMachineTemplates(ctx context.Context, c client.Client) map[string]bool {
+	unused := map[string]bool{}
+	templates := &metav1.PartialObjectMetadataList{}
+	templates.SetGroupVersionKind(infrav1.GroupVersion.WithKind("DevMachineTemplateList"))
+	Expect(c.List(ctx, templates, client.InNamespace(r.namespace))).To(Succeed())
+	for _, t := range templates.Items {
+		unused[t.Name] = true
+	}
+	kcps := &controlplanev1.KubeadmControlPlaneList{}
+	Expect(c.List(ctx, kcps, client.InNamespace(r.namespace))).To(Succeed())
+	for _, k := range kcps.Items {
+		delete(unused, k.Spec.MachineTemplate.Spec.InfrastructureRef.Name)
+	}
+	mds := &clusterv1.MachineDeploymentList{}
+	Expect(c.List(ctx, mds, client.InNamespace(r.namespace))).To(Succeed())
+	for _, md := range mds.Items {
+		delete(unused, md.Spec.Template.Spec.InfrastructureRef.Name)
+	}
+	mss := &clusterv1.MachineSetList{}
+	Expect(c.List(ctx, mss, client.InNamespace(r.namespace))).To(Succeed())
+	for _, ms := range mss.Items {
+		delete(unused, ms.Spec.Template.Spec.InfrastructureRef.Name)
+	}
+	return unused
 }
 
 // checkFinalizers compares the finalizers of every object of the graph

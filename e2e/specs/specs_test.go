@@ -113,6 +113,23 @@ func TestLoadBalancerBackendReady(t *testing.T) {
 	}
 }
 
+func TestOwnerAssertionsOfAnUnusedMachineTemplate(t *testing.T) {
+	cluster := metav1.OwnerReference{Kind: "Cluster", APIVersion: clusterv1.GroupVersion.String()}
+	a := ownerAssertions(false, map[string]bool{"c-md-0-upgrade-to": true})["DevMachineTemplate"]
+	if err := a(types.NamespacedName{Namespace: "ns", Name: "c-md-0-upgrade-to"}, nil); err != nil {
+		t.Errorf("an unused template without owners: %v", err)
+	}
+	if err := a(types.NamespacedName{Namespace: "ns", Name: "c-md-0-upgrade-to"}, []metav1.OwnerReference{cluster}); err == nil {
+		t.Error("an unused template owned by the Cluster passed")
+	}
+	if err := a(types.NamespacedName{Namespace: "ns", Name: "c-md-0"}, nil); err == nil {
+		t.Error("a used template without owners passed")
+	}
+	if err := a(types.NamespacedName{Namespace: "ns", Name: "c-md-0"}, []metav1.OwnerReference{cluster}); err != nil {
+		t.Errorf("a used template owned by the Cluster: %v", err)
+	}
+}
+
 func TestOwnerAssertionsOfAClassicMachinePool(t *testing.T) {
 	key := types.NamespacedName{Namespace: "ns", Name: "c-mp-0"}
 	mp := metav1.OwnerReference{Kind: "MachinePool", APIVersion: clusterv1.GroupVersion.String(), Controller: ptr.To(true)}
@@ -127,7 +144,7 @@ func TestOwnerAssertionsOfAClassicMachinePool(t *testing.T) {
 		{topology: true, owners: []metav1.OwnerReference{mp, cluster}, ok: true},
 		{topology: true, owners: []metav1.OwnerReference{mp}, ok: false},
 	} {
-		a := ownerAssertions(tc.topology)
+		a := ownerAssertions(tc.topology, nil)
 		for _, kind := range []string{"DevMachinePool", "KubeadmConfig"} {
 			if err := a[kind](key, tc.owners); (err == nil) != tc.ok {
 				t.Errorf("topology %t, %s owned by %v: %v, want ok %t", tc.topology, kind, tc.owners, err, tc.ok)
