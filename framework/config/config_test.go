@@ -111,16 +111,18 @@ func TestValidateNamesTheField(t *testing.T) {
 			"intervals[wait-cluster]: Invalid value: key must be <spec>/<key>"},
 		{"poll longer than timeout", func(c *Config) { c.IntervalsByKey["default/wait-cluster"] = []string{"5s", "10s"} },
 			"intervals[default/wait-cluster]: Invalid value: poll 10s is longer than timeout 5s"},
-		{"release marker", func(c *Config) { withProvider(c).Versions[0].Name = "{go://example.com/p@v1.14}" },
-			"providers[0].versions[0].name: Invalid value: release marker"},
+		{"release marker of a kustomization", func(c *Config) {
+			v := &withProvider(c).Versions[0]
+			v.Name, v.Type = "{go://example.com/p@v1.14}", KustomizeSource
+		}, `providers[0].versions[0].name: Invalid value: release marker "{go://example.com/p@v1.14}" needs type url`},
 		{"provider type", func(c *Config) { withProvider(c).Type = "Infra" },
 			`providers[0].type: Invalid value: "Infra" is not a clusterctl provider type`},
 		{"core provider name", func(c *Config) {
 			p := withProvider(c)
 			p.Type, p.Name = CoreProvider, "core"
 		}, `providers: Invalid value: the CoreProvider must be named "cluster-api", not "core"`},
-		{"provider URL", func(c *Config) { withProvider(c).Versions[0].Value = "https://example.invalid/core.yaml" },
-			"providers[0].versions[0].value: Invalid value: \"https://example.invalid/core.yaml\" needs the network"},
+		{"provider URL without a host", func(c *Config) { withProvider(c).Versions[0].Value = "https:///core.yaml" },
+			`providers[0].versions[0].value: Invalid value: "https:///core.yaml" is not an http(s) URL with a host`},
 		{"bad replacement", func(c *Config) {
 			withProvider(c).Versions[0].Replacements = []Replacement{{Old: "("}}
 		}, "providers[0].versions[0].replacements[0].old: Invalid value: error parsing regexp"},

@@ -247,7 +247,9 @@ func (c *Config) applyEnv() {
 // API source tree and local Go image directories.
 func (c *Config) absPaths(dir string) {
 	abs := func(p *string) {
-		if *p != "" && !filepath.IsAbs(*p) && !strings.Contains(*p, "://") {
+		// A URL stays as it is; a path that holds a release marker
+		// ("{go://...}") is still a path.
+		if *p != "" && !filepath.IsAbs(*p) && !IsNetworkSource(*p) {
 			*p = filepath.Join(dir, *p)
 		}
 	}

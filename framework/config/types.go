@@ -94,8 +94,9 @@ const (
 
 // Source types of a ProviderVersion (upstream's names).
 const (
-	// URLSource: Value is a components YAML file (a path, file://, or
-	// http(s):// — the last is useless here, as we have no network).
+	// URLSource: Value is a components YAML file: a path, file://, or an
+	// http(s):// URL, which suite setup checks answers before it creates
+	// anything (package sources).
 	URLSource = "url"
 	// KustomizeSource: Value is a kustomization root. Upstream's default.
 	KustomizeSource = "kustomize"
@@ -117,12 +118,17 @@ type Provider struct {
 // ProviderVersion is one release of a provider.
 type ProviderVersion struct {
 	// Name is the release, a semantic version such as "v1.14.2". Required.
-	// Upstream's "{go://...}" release markers are rejected: resolving them
-	// needs the network.
+	// For type url it may be upstream's release marker instead (see
+	// ReleaseMarker): "{go://<module path>@v<major>.<minor>}" stands for
+	// the highest stable release of that minor series the Go module proxy
+	// lists, "{go://<module path>@latest-v<major>.<minor>}" for the highest
+	// including pre-releases. Validate checks its form only; suite setup
+	// resolves it (package sources), replacing it by the version here and
+	// wherever Value holds it.
 	Name string `json:"name"`
-	// Value is the components source: a file for type url, a kustomization
-	// root for type kustomize. Relative paths are relative to the config
-	// file's directory. Required.
+	// Value is the components source: a file or an http(s):// URL for
+	// type url, a local kustomization root for type kustomize. Relative
+	// paths are relative to the config file's directory. Required.
 	Value string `json:"value"`
 	// Contract is the Cluster API contract, e.g. "v1beta2". Optional.
 	Contract string `json:"contract,omitempty"`

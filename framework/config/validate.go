@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"golang.org/x/mod/module"
 	"golang.org/x/mod/semver"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -77,14 +79,13 @@ func tagOf(ref string) string {
 
 // Validate checks the whole config and returns every problem found, each a
 // *field.Error naming the field (joined with errors.Join, one per line), or
-// nil. It
-// expects defaults to be filled in (Load does; see Default).
+// nil. It expects defaults to be filled in (Load does; see Default).
 //
-// Beyond upstream's checks it rejects what cannot work offline (release
-// markers) and cross-checks the sections: variables must name built
-// Kubernetes versions and their etcd/CoreDNS tags, every controller image
-// must be loaded into the management cluster, and image references must not
-// collide.
+// Release markers and http(s) sources are checked for form only, offline:
+// package sources resolves and fetches them. Beyond upstream's checks it
+// cross-checks the sections: variables must name built Kubernetes versions
+// and their etcd/CoreDNS tags, every controller image must be loaded into
+// the management cluster, and image references must not collide.
 func (c *Config) Validate() error {
 	var e errs
 	if e.required("managementClusterName", c.ManagementClusterName) && !nameRE.MatchString(c.ManagementClusterName) {
@@ -123,18 +124,7 @@ func (c *Config) validateProviders(e *errs) {
 		}
 		for j, v := range p.Versions {
 			vf := fmt.Sprintf("%s.versions[%d]", f, j)
-			if strings.HasPrefix(v.Name, "{") {
-				e.add(vf+".name", "release marker %q needs the network to resolve; pin a version", v.Name)
-			} else {
-				e.version(vf+".name", v.Name)
-			}
-			e.required(vf+".value", v.Value)
-			if v.Type != URLSource && v.Type != KustomizeSource {
-				e.add(vf+".type", "%q is not %s or %s", v.Type, URLSource, KustomizeSource)
-			}
-			if strings.HasPrefix(v.Value, "http://") || strings.HasPrefix(v.Value, "https://") {
-				e.add(vf+".value", "%q needs the network; use a local file or kustomization", v.Value)
-			}
+			validateVersionSource(e, vf, v)
 			for k, r := range v.Replacements {
 				if _, err := regexp.Compile(r.Old); err != nil {
 					e.add(fmt.Sprintf("%s.replacements[%d].old", vf, k), "%v", err)
@@ -157,6 +147,99 @@ func (c *Config) validateProviders(e *errs) {
 	named(CoreProvider, "cluster-api")
 	named(BootstrapProvider, "kubeadm")
 	named(ControlPlaneProvider, "kubeadm")
+}
+
+// validateVersionSource checks a provider version's name, value and type.
+// A release marker and an http(s) value are checked for form only: the
+// sources package resolves and fetches them, before setup creates anything.
+func validateVersionSource(e *errs, vf string, v ProviderVersion) {
+	marker := IsReleaseMarker(v.Name)
+	switch {
+	case !marker:
+		e.version(vf+".name", v.Name)
+	case v.Type != URLSource:
+		e.add(vf+".name", "release marker %q needs type %s (upstream resolves markers of url sources only), not %q", v.Name, URLSource, v.Type)
+	default:
+		if _, err := ParseReleaseMarker(v.Name); err != nil {
+			e.add(vf+".name", "%v", err)
+		}
+	}
+	if v.Type != URLSource && v.Type != KustomizeSource {
+		e.add(vf+".type", "%q is not %s or %s", v.Type, URLSource, KustomizeSource)
+	}
+	if !e.required(vf+".value", v.Value) {
+		return
+	}
+	value := v.Value
+	if marker {
+		// The marker stands for a version: check the value as it will be.
+		value = strings.ReplaceAll(value, v.Name, "v0.0.0")
+	}
+	if strings.Contains(value, "{go://") {
+		e.add(vf+".value", "%q holds a release marker that is not the version's name %q: only the name's marker is replaced", v.Value, v.Name)
+	}
+	if IsNetworkSource(value) {
+		if v.Type != URLSource {
+			e.add(vf+".value", "%q: a remote kustomization is fetched by kustomize itself, which setup cannot check up front; use type %s with a components file, or a local kustomization root", v.Value, URLSource)
+		} else if u, err := url.Parse(value); err != nil || u.Host == "" {
+			e.add(vf+".value", "%q is not an http(s) URL with a host", v.Value)
+		}
+	}
+}
+
+// IsNetworkSource reports whether a provider version's value is fetched
+// over the network (http:// or https://) rather than read from a file.
+func IsNetworkSource(value string) bool {
+	return strings.HasPrefix(value, "http://") || strings.HasPrefix(value, "https://")
+}
+
+// IsReleaseMarker reports whether a provider version's name is meant as a
+// release marker (it starts with "{"): a semantic version never does.
+// ParseReleaseMarker says whether it is a well-formed one.
+func IsReleaseMarker(name string) bool { return strings.HasPrefix(name, "{") }
+
+// ReleaseMarker is upstream's release marker, a provider version name that
+// stands for the latest release of a minor series of a Go module, as the
+// Go module proxy lists them:
+//
+//	{go://<module path>@v<major>.<minor>}        the highest stable release
+//	{go://<module path>@latest-v<major>.<minor>} pre-releases included
+type ReleaseMarker struct {
+	// Module is the module path, e.g. "sigs.k8s.io/cluster-api".
+	Module string
+	// Series is "v<major>.<minor>", e.g. "v1.13".
+	Series string
+	// Prereleases is true for a latest- marker.
+	Prereleases bool
+}
+
+var markerRE = regexp.MustCompile(`^\{go://([^@{}]+)@(latest-)?(v(?:0|[1-9][0-9]*)\.(?:0|[1-9][0-9]*))\}$`)
+
+// ParseReleaseMarker parses s as a ReleaseMarker, offline: the module path
+// must be one the go command accepts, and a path with a major version
+// suffix (/v2) must match the series.
+func ParseReleaseMarker(s string) (ReleaseMarker, error) {
+	m := markerRE.FindStringSubmatch(s)
+	if m == nil {
+		return ReleaseMarker{}, fmt.Errorf("%q is not a release marker: want {go://<module path>@v<major>.<minor>} or {go://<module path>@latest-v<major>.<minor>}, e.g. {go://sigs.k8s.io/cluster-api@v1.13}", s)
+	}
+	rm := ReleaseMarker{Module: m[1], Prereleases: m[2] != "", Series: m[3]}
+	if err := module.CheckPath(rm.Module); err != nil {
+		return ReleaseMarker{}, fmt.Errorf("release marker %q: %v", s, err)
+	}
+	if _, pathMajor, _ := module.SplitPathVersion(rm.Module); pathMajor != "" && module.PathMajorPrefix(pathMajor) != semver.Major(rm.Series) {
+		return ReleaseMarker{}, fmt.Errorf("release marker %q: module %s holds major version %s only, not %s", s, rm.Module, module.PathMajorPrefix(pathMajor), rm.Series)
+	}
+	return rm, nil
+}
+
+// String returns the marker as written in a config.
+func (m ReleaseMarker) String() string {
+	latest := ""
+	if m.Prereleases {
+		latest = "latest-"
+	}
+	return "{go://" + m.Module + "@" + latest + m.Series + "}"
 }
 
 func validateFiles(e *errs, field string, files []File) {

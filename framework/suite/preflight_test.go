@@ -93,7 +93,7 @@ func TestBadInputStopsBeforeAnythingIsCreated(t *testing.T) {
 		{name: "load behavior", overlay: "images:\n- {name: example.com/m:dev, loadBehavior: always}\n",
 			want: []string{`images[0].loadBehavior: Invalid value: "always" is not mustLoad or tryLoad`}},
 		{name: "provider from the network", overlay: "providers:\n- {name: p, type: InfrastructureProvider, versions: [{name: v0.1.0, value: \"https://example.invalid/c.yaml\", type: url}]}\n",
-			want: []string{`providers[0].versions[0].value: Invalid value: "https://example.invalid/c.yaml" needs the network`}},
+			want: []string{`providers[0].versions[0].value: "https://example.invalid/c.yaml": Get "https://example.invalid/c.yaml": `}},
 		{name: "go image from a missing directory", overlay: "build:\n  goImages:\n  - {image: example.com/m:dev, dir: ./nowhere, package: .}\n",
 			want: []string{`build.goImages[0].dir: Invalid value: "`, `/nowhere" is not a directory`}},
 		{name: "CAPI_SOURCE_DIR not a tree", env: map[string]string{config.EnvClusterAPISource: "/"},

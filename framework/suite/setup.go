@@ -70,6 +70,8 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 	}{
 		{fixed("load config"), never, s.loadConfig},
 		{fixed("check the config against the specs to run"), never, s.preflight},
+		// The network after the offline checks, before anything is created.
+		{fixed("resolve release markers and check network sources"), never, s.resolveSources},
 		{fixed("check the engine"), never, s.checkEngine},
 		{fixed("check images"), never, s.checkImages},
 		// Before anything is created: what runs killed earlier left behind
@@ -328,8 +330,8 @@ func (s *setup) clusterctlInit(ctx context.Context) error {
 	env.stopWatches = cancel
 	return catch(func() {
 		controllerlogs.InitAndWatch(watchCtx, clusterctl.InitManagementClusterAndWatchControllerLogsInput{
-			ClusterProxy:            env.BootstrapClusterProxy,
-			ClusterctlConfigPath:    env.ClusterctlConfigPath,
+			ClusterProxy:              env.BootstrapClusterProxy,
+			ClusterctlConfigPath:      env.ClusterctlConfigPath,
 			InfrastructureProviders: env.E2EConfig.InfrastructureProviders(),
 			LogFolder:               filepath.Join(env.ArtifactFolder, "clusters", env.BootstrapClusterProxy.GetName()),
 		}, env.E2EConfig.GetIntervals(env.BootstrapClusterProxy.GetName(), "wait-controllers")...)
