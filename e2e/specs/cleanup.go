@@ -143,9 +143,15 @@ func (r *run) clusterCleanup(ctx SpecContext) {
 		// CAPD may still create a machine's container while the cluster is
 		// deleted (the Machines go last); catch its logs before it goes.
 		defer r.catchLateMachines(ctx, collected)()
+		for _, f := range r.beforeDelete {
+			f(ctx)
+		}
 		c := r.mgmt.GetClient()
 		cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: r.namespace, Name: r.clusterName}}
 		Expect(client.IgnoreNotFound(c.Delete(ctx, cluster))).To(Succeed(), "delete Cluster %s/%s", r.namespace, r.clusterName)
+		if r.whileDeleting != nil {
+			r.whileDeleting(ctx)
+		}
 		Expect(r.waitForClusterGone(ctx, watchClient(r.mgmt))).To(Succeed())
 	})
 	if r.in.CloudControllerManager != nil {
@@ -252,6 +258,9 @@ func (r *run) finalCleanup(ctx SpecContext) {
 	}()
 	if r.in.SkipCleanup {
 		return
+	}
+	for _, f := range r.finally {
+		f(ctx)
 	}
 	if r.namespaceCreated {
 		r.tryStep("cleanup: delete namespace", func() error {

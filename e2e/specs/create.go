@@ -27,6 +27,9 @@ type createOptions struct {
 	// controlPlaneInitialized, if set, is called once the control plane is
 	// initialized, before the spec waits for it to be ready.
 	controlPlaneInitialized func()
+	// applied, if set, is called once the template is applied, before the
+	// spec waits for the cluster's infrastructure.
+	applied func()
 }
 
 // createCluster renders the template with clusterctl, applies it and waits
@@ -96,6 +99,9 @@ func (r *run) createCluster(ctx context.Context, o createOptions) *clusterctl.Ap
 	})
 	if r.in.CloudControllerManager != nil {
 		r.installCloudControllerManager(ctx)
+	}
+	if o.applied != nil {
+		o.applied()
 	}
 	wc := watchClient(proxy)
 	r.step("wait for cluster infrastructure", func() {

@@ -18,6 +18,7 @@ package specs
 //	MachineHealthCheckSpec   remediation
 //	MachinePoolSpec          machine-pool
 //	SelfHostedSpec           self-hosted, clusterctl, slow   ClusterClass
+//	RuntimeSDKSpec           runtime-sdk, K8s-Upgrade        ClusterClass
 //
 // capd-e2e's own suite (e2e/) puts PR-Blocking and ClusterClass on the
 // quick-start with the topology flavor, as upstream's PR gate does.
@@ -50,6 +51,9 @@ const (
 	// LabelClusterctl marks specs that drive clusterctl beyond generating a
 	// template (init, move).
 	LabelClusterctl = "clusterctl"
+	// LabelRuntimeSDK marks specs that drive a runtime extension's hooks
+	// (Cluster API's runtime SDK).
+	LabelRuntimeSDK = "runtime-sdk"
 	// LabelSlow marks specs that take more than about 20 minutes on a CI
 	// machine.
 	LabelSlow = "slow"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,7 +31,11 @@ import (
 // fails the check: an object nobody expected is a finding too.
 func (r *run) checkOwnership(ctx context.Context, proxy framework.ClusterProxy, topology bool) {
 	filter := clusterctlcluster.FilterClusterObjectsWithNameFilter(r.clusterName)
-	framework.AssertOwnerReferences(r.namespace, proxy.GetKubeconfigPath(), filter, ownerAssertions(topology, r.unusedMachineTemplates(ctx, proxy.GetClient())))
+	ownerless := r.unusedMachineTemplates(ctx, proxy.GetClient())
+	for k := range r.ownerless {
+		ownerless[k] = true
+	}
+	framework.AssertOwnerReferences(r.namespace, proxy.GetKubeconfigPath(), filter, ownerAssertions(topology, ownerless))
 	core := framework.CoreFinalizersAssertionWithLegacyClusters
 	if topology {
 		core = framework.CoreFinalizersAssertionWithClassyClusters
@@ -54,9 +59,10 @@ type ownerAssertion = func(types.NamespacedName, []metav1.OwnerReference) error
 // v1.14.2, seen in the machine-pool spec). And a machine template nothing
 // uses yet (the upgrades flavor's "-upgrade-to" ones, before the upgrade)
 // has no owner: Cluster API adds the Cluster when a KubeadmControlPlane or
-// MachineDeployment first references it (seen in the upgrade spec); unused
-// names those.
-func ownerAssertions(topology bool, unused map[string]bool) map[string]ownerAssertion {
+// MachineDeployment first references it (seen in the upgrade spec).
+// ownerless names those, and any other object that must have no owner, as
+// "<Kind>/<name>" (the test extension's ConfigMap of hook answers).
+func ownerAssertions(topology bool, ownerless map[string]bool) map[string]ownerAssertion {
 	all := map[string]ownerAssertion{}
 	for _, m := range []map[string]ownerAssertion{
 		framework.CoreOwnerReferenceAssertion,
@@ -74,10 +80,15 @@ func ownerAssertions(topology bool, unused map[string]bool) map[string]ownerAsse
 			all[kind] = f
 		}
 	}
-	if upstream := all["DevMachineTemplate"]; upstream != nil {
-		all["DevMachineTemplate"] = func(n types.NamespacedName, owners []metav1.OwnerReference) error {
-			if unused[n.Name] {
+	for key := range ownerless {
+		kind, _, _ := strings.Cut(key, "/")
+		upstream := all[kind]
+		all[kind] = func(n types.NamespacedName, owners []metav1.OwnerReference) error {
+			if ownerless[kind+"/"+n.Name] {
 				return framework.HasExactOwners(owners)
+			}
+			if upstream == nil {
+				return fmt.Errorf("no owner assertion for %s %s", kind, n)
 			}
 			return upstream(n, owners)
 		}
@@ -95,31 +106,40 @@ func ownerAssertions(topology bool, unused map[string]bool) map[string]ownerAsse
 	return all
 }
 
-// unusedMachineTemplates returns the names of the DevMachineTemplates of
-// the spec's namespace that no KubeadmControlPlane, MachineDeployment or
-// MachineSet references.
+// unusedMachineTemplates returns the DevMachineTemplates of the spec's
+// namespace that no KubeadmControlPlane, MachineDeployment, MachineSet or
+// ClusterClass references, as "DevMachineTemplate/<name>".
 func (r *run) unusedMachineTemplates(ctx context.Context, c client.Client) map[string]bool {
 	unused := map[string]bool{}
+	key := func(name string) string { return "DevMachineTemplate/" + name }
 	templates := &metav1.PartialObjectMetadataList{}
 	templates.SetGroupVersionKind(infrav1.GroupVersion.WithKind("DevMachineTemplateList"))
 	Expect(c.List(ctx, templates, client.InNamespace(r.namespace))).To(Succeed())
 	for _, t := range templates.Items {
-		unused[t.Name] = true
+		unused[key(t.Name)] = true
 	}
 	kcps := &controlplanev1.KubeadmControlPlaneList{}
 	Expect(c.List(ctx, kcps, client.InNamespace(r.namespace))).To(Succeed())
 	for _, k := range kcps.Items {
-		delete(unused, k.Spec.MachineTemplate.Spec.InfrastructureRef.Name)
+		delete(unused, key(k.Spec.MachineTemplate.Spec.InfrastructureRef.Name))
 	}
 	mds := &clusterv1.MachineDeploymentList{}
 	Expect(c.List(ctx, mds, client.InNamespace(r.namespace))).To(Succeed())
 	for _, md := range mds.Items {
-		delete(unused, md.Spec.Template.Spec.InfrastructureRef.Name)
+		delete(unused, key(md.Spec.Template.Spec.InfrastructureRef.Name))
+	}
+	ccs := &clusterv1.ClusterClassList{}
+	Expect(c.List(ctx, ccs, client.InNamespace(r.namespace))).To(Succeed())
+	for _, cc := range ccs.Items {
+		delete(unused, key(cc.Spec.ControlPlane.MachineInfrastructure.TemplateRef.Name))
+		for _, md := range cc.Spec.Workers.MachineDeployments {
+			delete(unused, key(md.Infrastructure.TemplateRef.Name))
+		}
 	}
 	mss := &clusterv1.MachineSetList{}
 	Expect(c.List(ctx, mss, client.InNamespace(r.namespace))).To(Succeed())
 	for _, ms := range mss.Items {
-		delete(unused, ms.Spec.Template.Spec.InfrastructureRef.Name)
+		delete(unused, key(ms.Spec.Template.Spec.InfrastructureRef.Name))
 	}
 	return unused
 }

@@ -20,6 +20,7 @@ var specNeeds = []struct {
 	{"kcp-remediation", LabelRemediation, []string{varKubernetesVersion}},
 	{"machine-pool", LabelMachinePool, []string{varKubernetesVersion}},
 	{"self-hosted", LabelSelfHosted, []string{varKubernetesVersion}},
+	{"k8s-upgrade-with-runtimesdk", LabelRuntimeSDK, []string{varKubernetesVersionUpgradeFrom, varKubernetesVersionUpgradeTo}},
 }
 
 // Requirements returns what this package's specs that carry any of labels

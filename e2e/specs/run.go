@@ -57,6 +57,18 @@ type run struct {
 	// topology whether its Cluster is of a ClusterClass: the ownership
 	// check before the deletion needs both.
 	created, topology bool
+
+	// Set by a spec for its cleanup: beforeDelete runs before the
+	// cleanup deletes the Cluster, whileDeleting right after it asked
+	// (the deletion is under way: a spec may check what holds it), and
+	// finally before the namespace is deleted, whether the Cluster
+	// existed or not.
+	beforeDelete []func(context.Context)
+	// ownerless are objects of the spec's namespace that must have no
+	// owner, as "<Kind>/<name>" (see ownerAssertions).
+	ownerless     map[string]bool
+	whileDeleting func(context.Context)
+	finally       []func(context.Context)
 }
 
 // begin validates the common input, names the spec's namespace and cluster,

@@ -115,7 +115,7 @@ func TestLoadBalancerBackendReady(t *testing.T) {
 
 func TestOwnerAssertionsOfAnUnusedMachineTemplate(t *testing.T) {
 	cluster := metav1.OwnerReference{Kind: "Cluster", APIVersion: clusterv1.GroupVersion.String()}
-	a := ownerAssertions(false, map[string]bool{"c-md-0-upgrade-to": true})["DevMachineTemplate"]
+	a := ownerAssertions(false, map[string]bool{"DevMachineTemplate/c-md-0-upgrade-to": true})["DevMachineTemplate"]
 	if err := a(types.NamespacedName{Namespace: "ns", Name: "c-md-0-upgrade-to"}, nil); err != nil {
 		t.Errorf("an unused template without owners: %v", err)
 	}
@@ -150,5 +150,33 @@ func TestOwnerAssertionsOfAClassicMachinePool(t *testing.T) {
 				t.Errorf("topology %t, %s owned by %v: %v, want ok %t", tc.topology, kind, tc.owners, err, tc.ok)
 			}
 		}
+	}
+}
+
+func TestHookKeyAndNextMinor(t *testing.T) {
+	if got := hookKey("BeforeClusterUpgrade", "v1.36.3", "v1.37.2+k3s1"); got != "BeforeClusterUpgrade-v1.36.3-v1.37.2_k3s1" {
+		t.Errorf("hookKey = %q", got)
+	}
+	if got := hookKey("BeforeClusterCreate"); got != "BeforeClusterCreate" {
+		t.Errorf("hookKey without attributes = %q", got)
+	}
+	for in, want := range map[string]string{"v1.37.2": "v1.38.0", "v1.9.0": "v1.10.0", "bogus": "bogus"} {
+		if got := nextMinor(in); got != want {
+			t.Errorf("nextMinor(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestOwnerAssertionsOfAnOwnerlessConfigMap(t *testing.T) {
+	crs := metav1.OwnerReference{Kind: "ClusterResourceSet", APIVersion: "addons.cluster.x-k8s.io/v1beta2"}
+	a := ownerAssertions(true, map[string]bool{"ConfigMap/c-ext-test-extension-hookresponses": true})["ConfigMap"]
+	if err := a(types.NamespacedName{Namespace: "ns", Name: "c-ext-test-extension-hookresponses"}, nil); err != nil {
+		t.Errorf("the hook ConfigMap without owners: %v", err)
+	}
+	if err := a(types.NamespacedName{Namespace: "ns", Name: "c-ext-test-extension-hookresponses"}, []metav1.OwnerReference{crs}); err == nil {
+		t.Error("the hook ConfigMap with an owner passed")
+	}
+	if err := a(types.NamespacedName{Namespace: "ns", Name: "other"}, nil); err == nil {
+		t.Error("another ConfigMap without its ClusterResourceSet owner passed: upstream's assertion was lost")
 	}
 }

@@ -61,12 +61,30 @@ var specWaits = map[string][]string{
 		healthWaits),
 	"md-remediation":  remediationWaits,
 	"kcp-remediation": remediationWaits,
+	"k8s-upgrade-with-runtimesdk": slices.Concat(
+		// The extension discovered; BeforeClusterCreate, before the
+		// creation's waits end; AfterControlPlaneInitialized called.
+		[]string{"wait-extension"}, hookWaits, creationWaits, []string{"wait-hook-called"},
+		// BeforeClusterUpgrade, BeforeControlPlaneUpgrade, the control
+		// plane's Machines, AfterControlPlaneUpgrade, BeforeWorkersUpgrade,
+		// the workers' Machines, AfterWorkersUpgrade; upstream's helper's
+		// own checks (control plane, kube-proxy, MachineDeployment,
+		// MachinePool); AfterClusterUpgrade; every Node Ready.
+		hookWaits, hookWaits, []string{"wait-control-plane-upgrade"}, hookWaits, hookWaits,
+		[]string{"wait-machine-deployment-upgrade"}, hookWaits,
+		[]string{"wait-control-plane-upgrade", "wait-machine-upgrade", "wait-machine-deployment-upgrade", "wait-machine-pool-upgrade"},
+		hookWaits, []string{"wait-nodes-ready"}, healthWaits),
 	"self-hosted": slices.Concat(creationWaits,
 		// clusterctl init, every Machine with a Node, the moved Cluster
 		// reconciled, the window without a rollout.
 		[]string{"wait-controllers", "wait-worker-nodes", "wait-cluster", "check-no-rollout"},
 		healthWaits),
 }
+
+// hookWaits are those of one blocking lifecycle hook (lifecycleHooks.pass):
+// called and blocking, the window in which it must hold the Cluster, the
+// Cluster gone on after it passed.
+var hookWaits = []string{"wait-hook-called", "check-hook-blocks", "wait-hook-unblocked"}
 
 // remediationWaits: the cloud-controller-manager's work on the broken
 // Node, the Machine marked unhealthy, deleted, its Node deleted, its
@@ -81,6 +99,8 @@ var remediationWaits = slices.Concat(creationWaits,
 var cleanupWaits = map[string][]string{
 	"":            {"wait-delete-cluster"},
 	"self-hosted": {"wait-delete-cluster", "wait-worker-nodes", "wait-cluster"},
+	// BeforeClusterDelete, while the Cluster is deleted.
+	"k8s-upgrade-with-runtimesdk": slices.Concat([]string{"wait-delete-cluster"}, hookWaits),
 }
 
 // cleanupAllowance is the part of a cleanup with no interval of its own:

@@ -54,9 +54,15 @@ var specFiles = map[string][]string{
 	"md-remediation":  {"machine_health_check.go"},
 	"kcp-remediation": {"machine_health_check.go"},
 	"self-hosted":     {"self_hosted.go"},
+	// hooks.go's pass is called once per hook: specWaits lists its
+	// waits per call.
+	"k8s-upgrade-with-runtimesdk": {"runtime_sdk.go", "hooks.go"},
 }
 
-var cleanupFiles = map[string][]string{"self-hosted": {"self_hosted_cleanup.go"}}
+var cleanupFiles = map[string][]string{
+	"self-hosted":                 {"self_hosted_cleanup.go"},
+	"k8s-upgrade-with-runtimesdk": {"hooks.go"},
+}
 
 func count(keys []string) map[string]int {
 	m := map[string]int{}

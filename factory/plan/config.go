@@ -226,7 +226,10 @@ func (g *graph) clusterAPI(cfg *config.Config) error {
 		}
 	}
 	for _, p := range providers {
-		s := Step{ID: p.StepID, Kind: KindClusterAPI, Image: p.Image, Target: true, Published: src == "", Inputs: map[string]string{
+		// Cluster API publishes its releases' controllers, not the test
+		// extension (only its staging registry has that).
+		published := src == "" && p.StepID != config.StepCAPITestExtension
+		s := Step{ID: p.StepID, Kind: KindClusterAPI, Image: p.Image, Target: true, Published: published, Inputs: map[string]string{
 			InputModule: p.Module, InputVersion: cfg.ClusterAPIVersion(), InputPackage: p.Package,
 		}}
 		if src != "" {

@@ -62,10 +62,16 @@ const (
 	StepCAPIKubeadmBootstrap    = "cluster-api/kubeadm-bootstrap"
 	StepCAPIKubeadmControlPlane = "cluster-api/kubeadm-control-plane"
 	StepCAPD                    = "cluster-api/docker"
+	StepCAPITestExtension       = "cluster-api/test-extension"
 )
 
-// BuiltinProviders returns the four built-in providers, in clusterctl's
-// order.
+// TestExtensionName is the clusterctl name of the test runtime extension,
+// upstream's.
+const TestExtensionName = "test-extension"
+
+// BuiltinProviders returns the built-in providers, in clusterctl's order:
+// the four of every run, then the test runtime extension when
+// build.clusterAPI.images.testExtension is set.
 func (c *Config) BuiltinProviders() []BuiltinProvider {
 	imgs := c.Build.ClusterAPI.Images
 	img := func(ref string) string {
@@ -74,7 +80,7 @@ func (c *Config) BuiltinProviders() []BuiltinProvider {
 		}
 		return WithTag(ref, DevTag)
 	}
-	return []BuiltinProvider{
+	out := []BuiltinProvider{
 		{CoreProvider, "cluster-api", "cluster-api", "core-components.yaml", ClusterAPIModule, "",
 			ClusterAPIModule + "/core", "core/config/default", "cluster-api-controller", img(imgs.Core), StepCAPICore, false},
 		{BootstrapProvider, "kubeadm", "bootstrap-kubeadm", "bootstrap-components.yaml", ClusterAPIModule, "",
@@ -84,6 +90,11 @@ func (c *Config) BuiltinProviders() []BuiltinProvider {
 		{InfrastructureProvider, "docker", "infrastructure-docker", "infrastructure-components.yaml", ClusterAPITestModule, "test",
 			ClusterAPITestModule + "/infrastructure/docker", "infrastructure/docker/config/default", "capd-manager", img(imgs.Docker), StepCAPD, true},
 	}
+	if imgs.TestExtension != "" {
+		out = append(out, BuiltinProvider{RuntimeExtensionProvider, TestExtensionName, "runtime-extension-" + TestExtensionName, "runtime-extension-components.yaml",
+			ClusterAPITestModule, "test", ClusterAPITestModule + "/extension", "extension/config/default", "test-extension", img(imgs.TestExtension), StepCAPITestExtension, false})
+	}
+	return out
 }
 
 // ActiveBuiltinProviders returns the built-in providers the config does

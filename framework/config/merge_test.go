@@ -84,12 +84,13 @@ func TestLoadMergesAProvidersConfigOverTheHarness(t *testing.T) {
 	}
 
 	// The provider replaces the built-in CAPD: only Cluster API's three
-	// are built in, and only the provider's manager is loaded besides.
+	// and its test extension are built in, and only the provider's manager
+	// is loaded besides.
 	var builtins []string
 	for _, b := range c.ActiveBuiltinProviders() {
 		builtins = append(builtins, b.Type+"/"+b.Name)
 	}
-	if want := []string{"CoreProvider/cluster-api", "BootstrapProvider/kubeadm", "ControlPlaneProvider/kubeadm"}; !slices.Equal(builtins, want) {
+	if want := []string{"CoreProvider/cluster-api", "BootstrapProvider/kubeadm", "ControlPlaneProvider/kubeadm", "RuntimeExtensionProvider/test-extension"}; !slices.Equal(builtins, want) {
 		t.Errorf("ActiveBuiltinProviders() = %v, want %v", builtins, want)
 	}
 	var images []string
@@ -100,6 +101,7 @@ func TestLoadMergesAProvidersConfigOverTheHarness(t *testing.T) {
 		"registry.k8s.io/cluster-api/cluster-api-controller:v1.14.2",
 		"registry.k8s.io/cluster-api/kubeadm-bootstrap-controller:v1.14.2",
 		"registry.k8s.io/cluster-api/kubeadm-control-plane-controller:v1.14.2",
+		"registry.k8s.io/cluster-api/test-extension:v1.14.2",
 		"capd-e2e/cert-manager-substitute:v1.21.2",
 		// The harness's DOCKER_CLOUD_PROVIDER is "external".
 		"capd-e2e/cloud-controller-manager:v0.36.3",
@@ -109,17 +111,17 @@ func TestLoadMergesAProvidersConfigOverTheHarness(t *testing.T) {
 		t.Errorf("ManagementImages() = %v, want %v", images, want)
 	}
 
-	// The repository: three rendered built-ins, then the provider, which
+	// The repository: four rendered built-ins, then the provider, which
 	// keeps the harness's templates but the one it brings.
 	ps, err := c.RepositoryProviders("/render")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ps) != 4 || ps[0].Versions[0].Value != "/render/cluster-api/v1.14.2/core-components.yaml" || ps[3].Name != "docker" {
+	if len(ps) != 5 || ps[0].Versions[0].Value != "/render/cluster-api/v1.14.2/core-components.yaml" || ps[4].Name != "docker" {
 		t.Fatalf("RepositoryProviders() = %+v", ps)
 	}
 	var files []string
-	for _, f := range ps[3].Versions[0].Files {
+	for _, f := range ps[4].Versions[0].Files {
 		files = append(files, f.TargetName+"="+strings.TrimPrefix(f.SourcePath, c.HarnessDir()))
 	}
 	for _, f := range []string{"metadata.yaml=" + filepath.Join(filepath.Dir(p), "metadata.yaml"),
@@ -145,7 +147,8 @@ func TestLoadHarnessConfigHasTheBuiltinProviders(t *testing.T) {
 		got = append(got, p.Type+"/"+p.Name+"@"+p.Versions[0].Name)
 	}
 	want := []string{"CoreProvider/cluster-api@v1.14.2", "BootstrapProvider/kubeadm@v1.14.2",
-		"ControlPlaneProvider/kubeadm@v1.14.2", "InfrastructureProvider/docker@v1.14.2"}
+		"ControlPlaneProvider/kubeadm@v1.14.2", "InfrastructureProvider/docker@v1.14.2",
+		"RuntimeExtensionProvider/test-extension@v1.14.2"}
 	if !slices.Equal(got, want) {
 		t.Errorf("RepositoryProviders() = %v, want %v", got, want)
 	}
@@ -161,13 +164,13 @@ func TestLoadHarnessConfigHasTheBuiltinProviders(t *testing.T) {
 	if templates < 5 {
 		t.Errorf("CAPD has %d cluster templates, want the 5 flavors of data/", templates)
 	}
-	if n := len(c.ManagementImages()); n != 6 {
-		t.Errorf("ManagementImages() has %d images, want Cluster API's 4, the substitute and the cloud controller manager", n)
+	if n := len(c.ManagementImages()); n != 7 {
+		t.Errorf("ManagementImages() has %d images, want Cluster API's 4, the test extension, the substitute and the cloud controller manager", n)
 	}
 	// Without the cloud provider, no manager image is loaded.
 	c.Variables[VarCloudProvider] = ""
-	if n := len(c.ManagementImages()); n != 5 {
-		t.Errorf("with %s=\"\", ManagementImages() has %d images, want 5", VarCloudProvider, n)
+	if n := len(c.ManagementImages()); n != 6 {
+		t.Errorf("with %s=\"\", ManagementImages() has %d images, want 6", VarCloudProvider, n)
 	}
 }
 

@@ -486,7 +486,7 @@ type ClusterAPI struct {
 	// e.g. "v1.14.2". Required; unused when Source is set.
 	Version string `json:"version"`
 	// Source is a cluster-api working tree (the repository root, with
-	// api/ and test/ as in git). When set, the four controllers are built
+	// api/ and test/ as in git). When set, the controllers are built
 	// from it and their components rendered from its config/default
 	// kustomizations, under the version upstream gives a tree (the highest
 	// release series of its metadata.yaml, patch 99, e.g. v1.14.99) and
@@ -503,7 +503,8 @@ type ClusterAPI struct {
 	sourceVersion string
 }
 
-// ClusterAPIImages are the four controller image references. All required.
+// ClusterAPIImages are the controller image references: the four
+// providers' (required) and the test runtime extension's (optional).
 type ClusterAPIImages struct {
 	// Core is the cluster-api controller (sigs.k8s.io/cluster-api).
 	Core string `json:"core"`
@@ -516,6 +517,12 @@ type ClusterAPIImages struct {
 	// Docker is CAPD's manager
 	// (sigs.k8s.io/cluster-api/test/infrastructure/docker).
 	Docker string `json:"docker"`
+	// TestExtension is Cluster API's test runtime extension
+	// (sigs.k8s.io/cluster-api/test/extension), installed as the
+	// RuntimeExtensionProvider "test-extension" as upstream's e2e suite
+	// does; the runtime SDK spec drives its lifecycle hooks. If unset, it
+	// is neither built nor installed.
+	TestExtension string `json:"testExtension,omitempty"`
 }
 
 // CertManager is cert-manager's CRDs and our stand-in for its controllers.

@@ -128,6 +128,9 @@ func (b *Build) validate(e *errs) {
 	e.ref("build.clusterAPI.images.kubeadmBootstrap", b.ClusterAPI.Images.KubeadmBootstrap)
 	e.ref("build.clusterAPI.images.kubeadmControlPlane", b.ClusterAPI.Images.KubeadmControlPlane)
 	e.ref("build.clusterAPI.images.docker", b.ClusterAPI.Images.Docker)
+	if b.ClusterAPI.Images.TestExtension != "" {
+		e.ref("build.clusterAPI.images.testExtension", b.ClusterAPI.Images.TestExtension)
+	}
 	e.version("build.certManager.version", b.CertManager.Version)
 	e.ref("build.certManager.substituteImage", b.CertManager.SubstituteImage)
 	e.version("build.kustomize.version", b.Kustomize.Version)
@@ -235,6 +238,9 @@ func (b *Build) validateCollisions(e *errs) {
 	add("build.clusterAPI.images.kubeadmBootstrap", b.ClusterAPI.Images.KubeadmBootstrap, "capi bootstrap")
 	add("build.clusterAPI.images.kubeadmControlPlane", b.ClusterAPI.Images.KubeadmControlPlane, "capi control plane")
 	add("build.clusterAPI.images.docker", b.ClusterAPI.Images.Docker, "capd")
+	if b.ClusterAPI.Images.TestExtension != "" {
+		add("build.clusterAPI.images.testExtension", b.ClusterAPI.Images.TestExtension, "capi test extension")
+	}
 	add("build.certManager.substituteImage", b.CertManager.SubstituteImage, "cert-manager substitute")
 	for i, g := range b.GoImages {
 		add(fmt.Sprintf("build.goImages[%d].image", i), g.Image, fmt.Sprintf("go image %d", i))

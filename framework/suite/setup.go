@@ -321,9 +321,11 @@ func (s *setup) installCertManager(ctx context.Context) error {
 	return s.env.installCertManager(ctx, s.env.BootstrapClusterProxy, manifests.WaitCRDs, manifests.Options{HostNetwork: s.env.kind != nil})
 }
 
-// clusterctlInit runs clusterctl init with every provider of the config;
-// the controllers' logs are streamed until Teardown, so the watches
-// outlive setup's context.
+// clusterctlInit runs clusterctl init with every provider of the config,
+// of every type (infrastructure, IPAM, runtime extension, addon; core,
+// bootstrap and control plane are the kubeadm ones); the controllers'
+// logs are streamed until Teardown, so the watches outlive setup's
+// context.
 func (s *setup) clusterctlInit(ctx context.Context) error {
 	env := s.env
 	watchCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -332,8 +334,11 @@ func (s *setup) clusterctlInit(ctx context.Context) error {
 		controllerlogs.InitAndWatch(watchCtx, clusterctl.InitManagementClusterAndWatchControllerLogsInput{
 			ClusterProxy:              env.BootstrapClusterProxy,
 			ClusterctlConfigPath:      env.ClusterctlConfigPath,
-			InfrastructureProviders: env.E2EConfig.InfrastructureProviders(),
-			LogFolder:               filepath.Join(env.ArtifactFolder, "clusters", env.BootstrapClusterProxy.GetName()),
+			InfrastructureProviders:   env.E2EConfig.InfrastructureProviders(),
+			IPAMProviders:             env.E2EConfig.IPAMProviders(),
+			RuntimeExtensionProviders: env.E2EConfig.RuntimeExtensionProviders(),
+			AddonProviders:            env.E2EConfig.AddonProviders(),
+			LogFolder:                 filepath.Join(env.ArtifactFolder, "clusters", env.BootstrapClusterProxy.GetName()),
 		}, env.E2EConfig.GetIntervals(env.BootstrapClusterProxy.GetName(), "wait-controllers")...)
 	})
 }

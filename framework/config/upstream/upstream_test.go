@@ -55,8 +55,8 @@ func TestE2EConfigMatchesOurs(t *testing.T) {
 			t.Errorf("Images[%d] = %+v, want %+v", i, img, images[i])
 		}
 	}
-	if len(up.Providers) != 4 {
-		t.Fatalf("%d providers, want the 4 built-in ones", len(up.Providers))
+	if len(up.Providers) != 5 {
+		t.Fatalf("%d providers, want the 5 built-in ones", len(up.Providers))
 	}
 	for _, p := range up.Providers {
 		for _, v := range p.Versions {
