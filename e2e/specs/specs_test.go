@@ -115,12 +115,16 @@ func TestLoadBalancerBackendReady(t *testing.T) {
 
 func TestOwnerAssertionsOfAnUnusedMachineTemplate(t *testing.T) {
 	cluster := metav1.OwnerReference{Kind: "Cluster", APIVersion: clusterv1.GroupVersion.String()}
-	a := ownerAssertions(false, map[string]bool{"DevMachineTemplate/c-md-0-upgrade-to": true})["DevMachineTemplate"]
+	a := ownerAssertions(false, map[string]bool{"DevMachineTemplate/c-md-0-upgrade-to": false})["DevMachineTemplate"]
 	if err := a(types.NamespacedName{Namespace: "ns", Name: "c-md-0-upgrade-to"}, nil); err != nil {
 		t.Errorf("an unused template without owners: %v", err)
 	}
-	if err := a(types.NamespacedName{Namespace: "ns", Name: "c-md-0-upgrade-to"}, []metav1.OwnerReference{cluster}); err == nil {
-		t.Error("an unused template owned by the Cluster passed")
+	if err := a(types.NamespacedName{Namespace: "ns", Name: "c-md-0-upgrade-to"}, []metav1.OwnerReference{cluster}); err != nil {
+		t.Errorf("a template no longer used, still owned by the Cluster: %v", err)
+	}
+	machineSet := metav1.OwnerReference{Kind: "MachineSet", APIVersion: clusterv1.GroupVersion.String()}
+	if err := a(types.NamespacedName{Namespace: "ns", Name: "c-md-0-upgrade-to"}, []metav1.OwnerReference{machineSet}); err == nil {
+		t.Error("an unused template with a wrong owner passed")
 	}
 	if err := a(types.NamespacedName{Namespace: "ns", Name: "c-md-0"}, nil); err == nil {
 		t.Error("a used template without owners passed")
