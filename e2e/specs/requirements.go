@@ -13,14 +13,16 @@ var specNeeds = []struct {
 	// variables must be set; all of them are Kubernetes versions, which
 	// must have a node image.
 	variables []string
+	// testExtension: the spec drives Cluster API's test runtime extension.
+	testExtension bool
 }{
-	{"quick-start", LabelQuickStart, []string{varKubernetesVersion}},
-	{"k8s-upgrade", LabelK8sUpgrade, []string{varKubernetesVersionUpgradeFrom, varKubernetesVersionUpgradeTo}},
-	{"md-remediation", LabelRemediation, []string{varKubernetesVersion}},
-	{"kcp-remediation", LabelRemediation, []string{varKubernetesVersion}},
-	{"machine-pool", LabelMachinePool, []string{varKubernetesVersion}},
-	{"self-hosted", LabelSelfHosted, []string{varKubernetesVersion}},
-	{"k8s-upgrade-with-runtimesdk", LabelRuntimeSDK, []string{varKubernetesVersionUpgradeFrom, varKubernetesVersionUpgradeTo}},
+	{"quick-start", LabelQuickStart, []string{varKubernetesVersion}, false},
+	{"k8s-upgrade", LabelK8sUpgrade, []string{varKubernetesVersionUpgradeFrom, varKubernetesVersionUpgradeTo}, false},
+	{"md-remediation", LabelRemediation, []string{varKubernetesVersion}, false},
+	{"kcp-remediation", LabelRemediation, []string{varKubernetesVersion}, false},
+	{"machine-pool", LabelMachinePool, []string{varKubernetesVersion}, false},
+	{"self-hosted", LabelSelfHosted, []string{varKubernetesVersion}, false},
+	{"k8s-upgrade-with-runtimesdk", LabelRuntimeSDK, []string{varKubernetesVersionUpgradeFrom, varKubernetesVersionUpgradeTo}, true},
 }
 
 // Requirements returns what this package's specs that carry any of labels
@@ -45,6 +47,7 @@ func Requirements(labels ...string) []suite.Requirement {
 			Variables:          slices.Clone(n.variables),
 			KubernetesVersions: slices.Clone(n.variables),
 			Intervals:          slices.Compact(intervals),
+			TestExtension:      n.testExtension,
 		})
 	}
 	return out

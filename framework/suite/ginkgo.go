@@ -153,6 +153,9 @@ func (s *Suite) RegisterSetupAndTeardown() bool {
 			SkipCleanup:          s.SkipCleanup,
 			Scheme:               s.Scheme,
 			Requirements:         s.requirements,
+			// Each selected spec's Requirement says whether it needs the
+			// test extension.
+			OnlyRequiredExtensions: s.opts.Requirements != nil,
 		}
 		if s.UseExistingCluster {
 			in.KubeconfigPath = currentKubeconfig()

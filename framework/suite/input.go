@@ -46,6 +46,12 @@ type SetupInput struct {
 	// PreviewSpecs): checked before anything is created. If nil, none.
 	Requirements []Requirement
 
+	// OnlyRequiredExtensions installs the built-in test runtime extension
+	// only when a Requirement asks for it (TestExtension), instead of on
+	// every run: Suite sets it when it knows the selected specs
+	// (Options.Requirements).
+	OnlyRequiredExtensions bool
+
 	// RunID labels what the run creates and suffixes the management
 	// cluster's name. If unset, $CAPD_E2E_RUN_ID (scripts/ci-e2e.sh sets
 	// it, to check for leftovers by it afterwards), else a new

@@ -28,6 +28,10 @@ type Requirement struct {
 	KubernetesVersions []string
 	// Intervals are the interval keys the spec waits with.
 	Intervals []string
+	// TestExtension is set when the spec needs Cluster API's test runtime
+	// extension installed (the built-in provider of
+	// build.clusterAPI.images.testExtension).
+	TestExtension bool
 }
 
 // preflight checks that cfg (with the environment's overrides) has what
