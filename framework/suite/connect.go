@@ -7,6 +7,8 @@ import (
 
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/capd-e2e/capd-e2e/framework/config"
+	"github.com/capd-e2e/capd-e2e/framework/config/upstream"
 	"github.com/capd-e2e/capd-e2e/framework/leak"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
@@ -22,6 +24,12 @@ type shared struct {
 	ManagementClusterName string
 	SkipCleanup           bool
 	Owner                 string
+	// What setup changed in the config after loading it: the providers
+	// with their release markers resolved, and the test extension's image
+	// ("" when no selected spec needs it). The other processes take these
+	// instead of resolving again.
+	Providers     []config.Provider
+	TestExtension string
 }
 
 // marshal encodes what another process needs to connect to this
@@ -31,6 +39,7 @@ func (e *Environment) marshal() ([]byte, error) {
 		ArtifactFolder: e.ArtifactFolder, ConfigPath: e.cfg.Path(), ClusterctlConfigPath: e.ClusterctlConfigPath,
 		KubeconfigPath: e.BootstrapClusterProxy.GetKubeconfigPath(), RunID: e.RunID,
 		ManagementClusterName: e.ManagementClusterName, SkipCleanup: e.SkipCleanup, Owner: e.tracker.Owner(),
+		Providers: e.cfg.Providers, TestExtension: e.cfg.Build.ClusterAPI.Images.TestExtension,
 	})
 }
 
@@ -43,7 +52,12 @@ func connect(data []byte, rt runtime.Runtime, scheme *apiruntime.Scheme) (*Envir
 	}
 	// Only the built-in providers' versions matter here, not their
 	// rendered files, which node 1 has copied into the repository.
-	cfg, e2e, err := loadConfig(s.ConfigPath, os.TempDir())
+	cfg, err := config.Load(s.ConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Providers, cfg.Build.ClusterAPI.Images.TestExtension = s.Providers, s.TestExtension
+	e2e, err := upstream.E2EConfig(cfg, os.TempDir())
 	if err != nil {
 		return nil, err
 	}

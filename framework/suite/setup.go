@@ -72,6 +72,9 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 		{fixed("check the config against the specs to run"), never, s.preflight},
 		// The network after the offline checks, before anything is created.
 		{fixed("resolve release markers and check network sources"), never, s.resolveSources},
+		// Not a phase of its own: upstream's view of the config as setup
+		// left it.
+		{nil, never, s.deriveUpstream},
 		{fixed("check the engine"), never, s.checkEngine},
 		{fixed("check images"), never, s.checkImages},
 		// Before anything is created: what runs killed earlier left behind
@@ -151,28 +154,26 @@ func (s *setup) checkInput() error {
 }
 
 func (s *setup) loadConfig(context.Context) error {
-	cfg, e2e, err := loadConfig(s.in.ConfigPath, s.renderDir)
+	cfg, err := config.Load(s.in.ConfigPath)
 	if err != nil {
 		return err
 	}
-	s.env.cfg, s.env.E2EConfig = cfg, e2e
+	s.env.cfg = cfg
 	s.env.ManagementClusterName = cfg.ManagementClusterName + "-" + s.env.RunID
 	return nil
 }
 
-// loadConfig loads the config at path (merged over the harness's) and
-// upstream's view of it, with the built-in providers' repository entries
+// deriveUpstream makes upstream's view of the config, once setup's
+// changes to it are made (release markers resolved, the test extension
+// dropped when unneeded), with the built-in providers' repository entries
 // pointing into renderDir (see config.RepositoryProviders).
-func loadConfig(path, renderDir string) (*config.Config, *clusterctl.E2EConfig, error) {
-	cfg, err := config.Load(path)
+func (s *setup) deriveUpstream(context.Context) error {
+	e2e, err := upstream.E2EConfig(s.env.cfg, s.renderDir)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	e2e, err := upstream.E2EConfig(cfg, renderDir)
-	if err != nil {
-		return nil, nil, err
-	}
-	return cfg, e2e, nil
+	s.env.E2EConfig = e2e
+	return nil
 }
 
 func (s *setup) preflight(context.Context) error {
@@ -185,7 +186,6 @@ func (s *setup) preflight(context.Context) error {
 	s.mgmt, _ = s.env.cfg.Build.KubernetesVersion(version)
 	// The test extension costs clusterctl init a fifth provider to wait
 	// for (18.2 s against 32.0 s in one PR job): only when a spec needs it.
-	// resolveSources derives upstream's view again, without it.
 	if s.in.OnlyRequiredExtensions && s.env.cfg.Build.ClusterAPI.Images.TestExtension != "" &&
 		!slices.ContainsFunc(s.in.Requirements, func(r Requirement) bool { return r.TestExtension }) {
 		s.env.cfg.Build.ClusterAPI.Images.TestExtension = ""
