@@ -261,7 +261,7 @@ func (b *Builders) buildClusterAPI(ctx context.Context, s plan.Step) error {
 		res, err := b.local(ctx, s, gobuild.LocalTarget{
 			Dir:      s.Dir,
 			Packages: []string{pkg},
-			Tags:     plan.ClusterAPITags(pkg),
+			Tags:     plan.ClusterAPITags(pkg, s.Inputs[plan.InputVersion]),
 			LDFlags:  gobuild.ClusterAPILDFlags(gobuild.Source{Version: s.Inputs[plan.InputVersion]}),
 			GOARCH:   s.Inputs[plan.InputArch],
 		})
@@ -278,7 +278,7 @@ func (b *Builders) buildClusterAPI(ctx context.Context, s plan.Step) error {
 		res, err := b.Go.Build(ctx, gobuild.Target{
 			Modules:  []module.Version{m},
 			Packages: []string{pkg},
-			Tags:     plan.ClusterAPITags(pkg),
+			Tags:     plan.ClusterAPITags(pkg, s.Inputs[plan.InputVersion]),
 			LDFlags:  gobuild.ClusterAPILDFlags(gobuild.SourceOf(info)),
 			GOARCH:   s.Inputs[plan.InputArch],
 		})

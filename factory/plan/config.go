@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/mod/semver"
+
 	"github.com/capd-e2e/capd-e2e/framework/config"
 )
 
@@ -218,7 +220,7 @@ func (g *graph) clusterAPI(cfg *config.Config) error {
 			byDir[dir] = append(byDir[dir], p.Package)
 		}
 		for _, dir := range slices.Sorted(maps.Keys(byDir)) {
-			h, err := g.opts.SourceHashes(dir, byDir[dir], clusterAPITags(byDir[dir][0]))
+			h, err := g.opts.SourceHashes(dir, byDir[dir], clusterAPITags(byDir[dir][0], cfg.ClusterAPIVersion()))
 			if err != nil {
 				return fmt.Errorf("plan Cluster API from %s: %w", src, err)
 			}
@@ -238,20 +240,28 @@ func (g *graph) clusterAPI(cfg *config.Config) error {
 		}
 		g.add(s, true)
 	}
+	// The release the clusterctl-upgrade spec upgrades from: always from
+	// the module proxy, and published by Cluster API.
+	for _, p := range cfg.PreviousProviders() {
+		g.add(Step{ID: p.StepID, Kind: KindClusterAPI, Image: p.Image, Target: true, Published: true, Inputs: map[string]string{
+			InputModule: p.Module, InputVersion: cfg.Build.ClusterAPI.Previous.Version, InputPackage: p.Package,
+		}}, true)
+	}
 	return nil
 }
 
-// clusterAPITags are the build tags of a Cluster API manager, as upstream's
-// Dockerfiles set them: fieldsv1string for the main module's three.
-func clusterAPITags(pkg string) []string {
-	if strings.HasPrefix(pkg, config.ClusterAPITestModule+"/") {
+// clusterAPITags are the build tags of a Cluster API manager at version,
+// as upstream's Dockerfiles set them: from v1.14 on, fieldsv1string for
+// the main module's three; none before.
+func clusterAPITags(pkg, version string) []string {
+	if strings.HasPrefix(pkg, config.ClusterAPITestModule+"/") || semver.Compare(version, "v1.14.0") < 0 {
 		return nil
 	}
 	return []string{"fieldsv1string"}
 }
 
 // ClusterAPITags is clusterAPITags for builders.
-func ClusterAPITags(pkg string) []string { return clusterAPITags(pkg) }
+func ClusterAPITags(pkg, version string) []string { return clusterAPITags(pkg, version) }
 
 // goImage adds a build.goImages entry.
 func (g *graph) goImage(gi config.GoImage, rootfsImage map[string]string) error {

@@ -92,7 +92,8 @@ func TestNewFromRepoConfig(t *testing.T) {
 	}
 	want := []string{
 		"cert-manager-substitute", "cluster-api/core", "cluster-api/docker", "cluster-api/kubeadm-bootstrap",
-		"cluster-api/kubeadm-control-plane", "cluster-api/test-extension", "coredns/v1.14.2", "coredns/v1.14.6", "etcd/v3.6.8", "etcd/v3.7.0",
+		"cluster-api/kubeadm-control-plane", "cluster-api/test-extension",
+		"cluster-api/v1.13.4/core", "cluster-api/v1.13.4/docker", "cluster-api/v1.13.4/kubeadm-bootstrap", "cluster-api/v1.13.4/kubeadm-control-plane", "coredns/v1.14.2", "coredns/v1.14.6", "etcd/v3.6.8", "etcd/v3.7.0",
 		"go-image/capd-e2e/cloud-controller-manager:v0.36.3",
 		"haproxy", "kind-base", "kube-apiserver/v1.36.3", "kube-apiserver/v1.37.2",
 		"kube-controller-manager/v1.36.3", "kube-controller-manager/v1.37.2", "kube-proxy/v1.36.3",
@@ -218,7 +219,8 @@ func TestDecide(t *testing.T) {
 			change: func(*config.Config) {},
 			opts:   &Options{GoVersion: "go1.26.9", Arch: "amd64", SourceHashes: fixedHashes},
 			want: []string{"cert-manager-substitute", "cluster-api/core", "cluster-api/docker", "cluster-api/kubeadm-bootstrap",
-				"cluster-api/kubeadm-control-plane", "cluster-api/test-extension", "coredns/v1.14.2", "coredns/v1.14.6", "etcd/v3.6.8", "etcd/v3.7.0",
+				"cluster-api/kubeadm-control-plane", "cluster-api/test-extension",
+				"cluster-api/v1.13.4/core", "cluster-api/v1.13.4/docker", "cluster-api/v1.13.4/kubeadm-bootstrap", "cluster-api/v1.13.4/kubeadm-control-plane", "coredns/v1.14.2", "coredns/v1.14.6", "etcd/v3.6.8", "etcd/v3.7.0",
 				"go-image/capd-e2e/cloud-controller-manager:v0.36.3",
 				"kind-base", "kube-apiserver/v1.36.3", "kube-apiserver/v1.37.2",
 				"kube-controller-manager/v1.36.3", "kube-controller-manager/v1.37.2", "kube-proxy/v1.36.3",

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/mod/semver"
 	"sigs.k8s.io/yaml"
 )
 
@@ -97,6 +98,40 @@ func (c *Config) BuiltinProviders() []BuiltinProvider {
 	return out
 }
 
+// PreviousProviders returns the four providers of
+// build.clusterAPI.previous, the release the clusterctl-upgrade spec
+// upgrades from, in clusterctl's order, or nil when it is unset. Their
+// images are the configured ones tagged with that version; before v1.14
+// the core manager is the root package with its kustomization in
+// config/default (v1.14 moved both under core/).
+func (c *Config) PreviousProviders() []BuiltinProvider {
+	p := c.Build.ClusterAPI.Previous
+	if p == nil {
+		return nil
+	}
+	imgs := c.Build.ClusterAPI.Images
+	var out []BuiltinProvider
+	for _, b := range c.BuiltinProviders()[:4] {
+		b.Image = WithTag(map[string]string{
+			StepCAPICore: imgs.Core, StepCAPIKubeadmBootstrap: imgs.KubeadmBootstrap,
+			StepCAPIKubeadmControlPlane: imgs.KubeadmControlPlane, StepCAPD: imgs.Docker,
+		}[b.StepID], p.Version)
+		b.StepID = PreviousStepID(b.StepID, p.Version)
+		if b.Type == CoreProvider && semver.Compare(p.Version, "v1.14.0") < 0 {
+			b.Package, b.Kustomization = ClusterAPIModule, "config/default"
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// PreviousStepID is the `make images` step of a built-in provider's
+// manager at an older release: "cluster-api/core" at v1.13.4 is
+// "cluster-api/v1.13.4/core".
+func PreviousStepID(step, version string) string {
+	return strings.Replace(step, "/", "/"+version+"/", 1)
+}
+
 // ActiveBuiltinProviders returns the built-in providers the config does
 // not replace (see Config.Providers).
 func (c *Config) ActiveBuiltinProviders() []BuiltinProvider {
@@ -155,7 +190,13 @@ func (c *Config) ManagementImages() []Image {
 // repository: <dir>/<label>/<version>/<components file>, with
 // metadata.yaml beside it.
 func (c *Config) RenderedComponents(dir string, b BuiltinProvider) (components, metadata string) {
-	d := filepath.Join(dir, b.Label, c.ClusterAPIVersion())
+	return RenderedComponentsAt(dir, b, c.ClusterAPIVersion())
+}
+
+// RenderedComponentsAt is RenderedComponents for a provider at version
+// (a PreviousProviders one at build.clusterAPI.previous.version).
+func RenderedComponentsAt(dir string, b BuiltinProvider, version string) (components, metadata string) {
+	d := filepath.Join(dir, b.Label, version)
 	return filepath.Join(d, b.ComponentsFile), filepath.Join(d, "metadata.yaml")
 }
 
@@ -178,6 +219,22 @@ func (c *Config) RepositoryProviders(renderDir string) ([]Provider, error) {
 			v.Files = append(v.Files, templates...)
 		}
 		out = append(out, Provider{Name: b.Name, Type: b.Type, Versions: []ProviderVersion{v}})
+	}
+	// The previous release's, beside the current version of the same
+	// provider (clusterctl picks the highest for "latest").
+	for _, b := range c.PreviousProviders() {
+		i := slices.IndexFunc(out, func(p Provider) bool { return p.Type == b.Type && p.Name == b.Name })
+		if i < 0 {
+			continue // replaced by one of the config's providers
+		}
+		version := c.Build.ClusterAPI.Previous.Version
+		components, metadata := RenderedComponentsAt(renderDir, b, version)
+		v := ProviderVersion{Name: version, Value: components, Type: URLSource, Contract: BuiltinContract,
+			Files: []File{{SourcePath: metadata, TargetName: "metadata.yaml"}}}
+		if b.Templates {
+			v.Files = append(v.Files, templates...)
+		}
+		out[i].Versions = append(out[i].Versions, v)
 	}
 	for _, p := range c.Providers {
 		p = p.deepCopy()

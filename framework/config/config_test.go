@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +112,14 @@ func TestValidateNamesTheField(t *testing.T) {
 			"intervals[wait-cluster]: Invalid value: key must be <spec>/<key>"},
 		{"poll longer than timeout", func(c *Config) { c.IntervalsByKey["default/wait-cluster"] = []string{"5s", "10s"} },
 			"intervals[default/wait-cluster]: Invalid value: poll 10s is longer than timeout 5s"},
+		{"previous release not older", func(c *Config) { c.Build.ClusterAPI.Previous.Version = "v1.14.2" },
+			`build.clusterAPI.previous.version: Invalid value: "v1.14.2" is not older than build.clusterAPI.version "v1.14.2"`},
+		{"previous release too old", func(c *Config) { c.Build.ClusterAPI.Previous.Version = "v1.12.5" },
+			`build.clusterAPI.previous.version: Invalid value: "v1.12.5" is older than v1.13.0`},
+		{"previous release of another major", func(c *Config) { c.Build.ClusterAPI.Previous.Version = "v0.13.1" },
+			`build.clusterAPI.previous.version: Invalid value: "v0.13.1" is older than v1.13.0`},
+		{"previous clusterctl not a URL", func(c *Config) { c.Build.ClusterAPI.Previous.Clusterctl = "/usr/bin/clusterctl" },
+			`build.clusterAPI.previous.clusterctl: Invalid value: "/usr/bin/clusterctl" is not an http(s) URL with a host`},
 		{"release marker of a kustomization", func(c *Config) {
 			v := &withProvider(c).Versions[0]
 			v.Name, v.Type = "{go://example.com/p@v1.14}", KustomizeSource
@@ -429,5 +438,35 @@ func TestImageTags(t *testing.T) {
 		if e.version("bad", v); len(e) != 1 {
 			t.Errorf("version %q accepted", v)
 		}
+	}
+}
+
+func TestPreviousProviders(t *testing.T) {
+	c, err := Load("../../config/e2e.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range c.PreviousProviders() {
+		got = append(got, strings.Join([]string{p.StepID, p.Package, p.Kustomization, p.Image}, " "))
+	}
+	want := []string{
+		"cluster-api/v1.13.4/core sigs.k8s.io/cluster-api config/default registry.k8s.io/cluster-api/cluster-api-controller:v1.13.4",
+		"cluster-api/v1.13.4/kubeadm-bootstrap sigs.k8s.io/cluster-api/bootstrap/kubeadm bootstrap/kubeadm/config/default registry.k8s.io/cluster-api/kubeadm-bootstrap-controller:v1.13.4",
+		"cluster-api/v1.13.4/kubeadm-control-plane sigs.k8s.io/cluster-api/controlplane/kubeadm controlplane/kubeadm/config/default registry.k8s.io/cluster-api/kubeadm-control-plane-controller:v1.13.4",
+		"cluster-api/v1.13.4/docker sigs.k8s.io/cluster-api/test/infrastructure/docker infrastructure/docker/config/default registry.k8s.io/cluster-api/capd-manager:v1.13.4",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("PreviousProviders() =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// From v1.14 on, the core manager is under core/.
+	c.Build.ClusterAPI.Version = "v1.15.0"
+	c.Build.ClusterAPI.Previous.Version = "v1.14.2"
+	if p := c.PreviousProviders()[0]; p.Package != ClusterAPIModule+"/core" || p.Kustomization != "core/config/default" {
+		t.Errorf("v1.14.2's core = %s from %s, want %s/core from core/config/default", p.Package, p.Kustomization, ClusterAPIModule)
+	}
+	c.Build.ClusterAPI.Previous = nil
+	if p := c.PreviousProviders(); p != nil {
+		t.Errorf("PreviousProviders() without previous = %v, want nil", p)
 	}
 }

@@ -498,9 +498,33 @@ type ClusterAPI struct {
 	// rendered components YAML is rewritten to use them. With Source set,
 	// their tags are replaced by "dev".
 	Images ClusterAPIImages `json:"images"`
+	// Previous is the release `clusterctl upgrade` starts from in the
+	// clusterctl-upgrade spec (e2e/specs.ClusterctlUpgradeSpec): its
+	// clusterctl and the four providers of that release, built from the
+	// module proxy like Version's (or pulled where a registry has them),
+	// their components rendered from that release's kustomizations into
+	// the local repository beside the current version. If unset, that
+	// spec cannot run (the suite's config check says so).
+	Previous *PreviousClusterAPI `json:"previous,omitempty"`
 
 	// sourceVersion is the version derived from Source at load time.
 	sourceVersion string
+}
+
+// PreviousClusterAPI is an older Cluster API release to upgrade from.
+type PreviousClusterAPI struct {
+	// Version is a release of both sigs.k8s.io/cluster-api and
+	// sigs.k8s.io/cluster-api/test, of the same major as and older than
+	// the version under test, v1.13.0 or later (the first whose CAPD
+	// serves the Dev* kinds of data/), e.g. "v1.13.4". Its controller
+	// images are build.clusterAPI.images with this tag. Required.
+	Version string `json:"version"`
+	// Clusterctl is where that release's clusterctl comes from: if unset,
+	// cmd/clusterctl of Version built from the module proxy; else an
+	// http(s) URL of the binary, upstream's form with {OS} and {ARCH}
+	// (e.g. https://github.com/kubernetes-sigs/cluster-api/releases/download/v1.13.4/clusterctl-{OS}-{ARCH}),
+	// checked at suite setup and downloaded.
+	Clusterctl string `json:"clusterctl,omitempty"`
 }
 
 // ClusterAPIImages are the controller image references: the four

@@ -3,10 +3,13 @@ package config
 import (
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
+
+	"golang.org/x/mod/semver"
 )
 
 // Checks of the build section: every image the build makes, its inputs,
@@ -131,6 +134,9 @@ func (b *Build) validate(e *errs) {
 	if b.ClusterAPI.Images.TestExtension != "" {
 		e.ref("build.clusterAPI.images.testExtension", b.ClusterAPI.Images.TestExtension)
 	}
+	if p := b.ClusterAPI.Previous; p != nil {
+		validatePrevious(e, p, b.ClusterAPI.Version)
+	}
 	e.version("build.certManager.version", b.CertManager.Version)
 	e.ref("build.certManager.substituteImage", b.CertManager.SubstituteImage)
 	e.version("build.kustomize.version", b.Kustomize.Version)
@@ -241,9 +247,47 @@ func (b *Build) validateCollisions(e *errs) {
 	if b.ClusterAPI.Images.TestExtension != "" {
 		add("build.clusterAPI.images.testExtension", b.ClusterAPI.Images.TestExtension, "capi test extension")
 	}
+	if p := b.ClusterAPI.Previous; p != nil && semver.IsValid(p.Version) {
+		imgs := b.ClusterAPI.Images
+		for _, i := range []struct{ field, ref string }{
+			{"core", imgs.Core}, {"kubeadmBootstrap", imgs.KubeadmBootstrap}, {"kubeadmControlPlane", imgs.KubeadmControlPlane}, {"docker", imgs.Docker},
+		} {
+			if i.ref != "" {
+				add("build.clusterAPI.previous.version", WithTag(i.ref, p.Version), "capi "+i.field+" "+p.Version)
+			}
+		}
+	}
 	add("build.certManager.substituteImage", b.CertManager.SubstituteImage, "cert-manager substitute")
 	for i, g := range b.GoImages {
 		add(fmt.Sprintf("build.goImages[%d].image", i), g.Image, fmt.Sprintf("go image %d", i))
 	}
 	add("build.cloudControllerManager.image", b.CloudControllerManager.Image, "cloud controller manager")
+}
+
+// MinPreviousClusterAPI is the oldest release build.clusterAPI.previous may
+// name: the first whose CAPD serves the Dev* kinds the harness's templates
+// use.
+const MinPreviousClusterAPI = "v1.13.0"
+
+// validatePrevious checks build.clusterAPI.previous against the version
+// under test (current; a working tree's is checked at load, where it is
+// derived).
+func validatePrevious(e *errs, p *PreviousClusterAPI, current string) {
+	const f = "build.clusterAPI.previous"
+	e.version(f+".version", p.Version)
+	if semver.IsValid(p.Version) {
+		switch {
+		case semver.Compare(p.Version, MinPreviousClusterAPI) < 0:
+			e.add(f+".version", "%q is older than %s, the first release whose CAPD serves the Dev* kinds of the harness's templates", p.Version, MinPreviousClusterAPI)
+		case semver.IsValid(current) && semver.Major(p.Version) != semver.Major(current):
+			e.add(f+".version", "%q is not of the major of build.clusterAPI.version %q", p.Version, current)
+		case semver.IsValid(current) && semver.Compare(p.Version, current) >= 0:
+			e.add(f+".version", "%q is not older than build.clusterAPI.version %q: clusterctl upgrade goes from it to the version under test", p.Version, current)
+		}
+	}
+	if c := p.Clusterctl; c != "" {
+		if u, err := url.Parse(c); err != nil || !IsNetworkSource(c) || u.Host == "" {
+			e.add(f+".clusterctl", "%q is not an http(s) URL with a host (leave it unset to build clusterctl %s from the module proxy)", c, p.Version)
+		}
+	}
 }

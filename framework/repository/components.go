@@ -100,6 +100,48 @@ func Components(ctx context.Context, cfg *config.Config, dir string) ([]string, 
 		}
 		written = append(written, components, md)
 	}
+	prev, err := previousComponents(ctx, cfg, kustomize, dir)
+	return append(written, prev...), err
+}
+
+// previousComponents renders the components of build.clusterAPI.previous
+// (config.PreviousProviders), always from the release in the module cache,
+// into dir beside the current version's.
+func previousComponents(ctx context.Context, cfg *config.Config, kustomize, dir string) ([]string, error) {
+	providers := cfg.PreviousProviders()
+	if len(providers) == 0 {
+		return nil, nil
+	}
+	version := cfg.Build.ClusterAPI.Previous.Version
+	var written []string
+	var metadata []byte
+	for _, p := range providers {
+		info, err := gomod.Download(ctx, "", module.Version{Path: p.Module, Version: version})
+		if err != nil {
+			return written, err
+		}
+		if p.Module == config.ClusterAPIModule && metadata == nil {
+			if metadata, err = os.ReadFile(filepath.Join(info.Dir, "metadata.yaml")); err != nil {
+				return written, fmt.Errorf("render metadata.yaml of %s: %w", version, err)
+			}
+		}
+		kdir := filepath.Join(info.Dir, filepath.FromSlash(p.Kustomization))
+		out, err := runKustomize(ctx, kustomize, kdir)
+		if err != nil {
+			return written, fmt.Errorf("render components of %s %s %s: %w", p.Type, p.Name, version, err)
+		}
+		if out, err = RewriteComponents(out, map[string]string{p.StagingName: p.Image}); err != nil {
+			return written, fmt.Errorf("render components of %s %s from %s: %w", p.Type, p.Name, kdir, err)
+		}
+		components, md := config.RenderedComponentsAt(dir, p, version)
+		if err := writeFile(components, out); err != nil {
+			return written, err
+		}
+		if err := writeFile(md, metadata); err != nil {
+			return written, err
+		}
+		written = append(written, components, md)
+	}
 	return written, nil
 }
 

@@ -59,6 +59,16 @@ func TestE2EConfigMatchesOurs(t *testing.T) {
 		t.Fatalf("%d providers, want the 5 built-in ones", len(up.Providers))
 	}
 	for _, p := range up.Providers {
+		// The four built-in providers at the version under test and at
+		// the release clusterctl upgrade starts from; the test extension
+		// at the first only.
+		want := 2
+		if p.Type == config.RuntimeExtensionProvider {
+			want = 1
+		}
+		if len(p.Versions) != want {
+			t.Errorf("provider %s %s has %d versions, want %d", p.Type, p.Name, len(p.Versions), want)
+		}
 		for _, v := range p.Versions {
 			if v.Type != clusterctl.URLSource || !strings.HasPrefix(v.Value, render+string(filepath.Separator)) {
 				t.Errorf("provider %s %s: %s %q, want a url under %s", p.Name, v.Name, v.Type, v.Value, render)
@@ -81,8 +91,20 @@ func TestE2EConfigMatchesOurs(t *testing.T) {
 	if err := up.Validate(); err == nil {
 		t.Error("upstream Validate() = nil although the components are not rendered")
 	}
+	type rendered struct {
+		b       config.BuiltinProvider
+		version string
+	}
+	var all []rendered
 	for _, b := range ours.ActiveBuiltinProviders() {
-		comp, md := ours.RenderedComponents(render, b)
+		all = append(all, rendered{b, ours.ClusterAPIVersion()})
+	}
+	// And the release clusterctl upgrade starts from, beside them.
+	for _, b := range ours.PreviousProviders() {
+		all = append(all, rendered{b, ours.Build.ClusterAPI.Previous.Version})
+	}
+	for _, r := range all {
+		comp, md := config.RenderedComponentsAt(render, r.b, r.version)
 		for _, f := range []string{comp, md} {
 			if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
 				t.Fatal(err)
