@@ -30,6 +30,11 @@ type shared struct {
 	// instead of resolving again.
 	Providers     []config.Provider
 	TestExtension string
+	// Previous is build.clusterAPI.previous (nil when no selected spec
+	// needs it) and PreviousClusterctl its clusterctl, as setup prepared
+	// them.
+	Previous           *config.PreviousClusterAPI
+	PreviousClusterctl string
 }
 
 // marshal encodes what another process needs to connect to this
@@ -40,6 +45,7 @@ func (e *Environment) marshal() ([]byte, error) {
 		KubeconfigPath: e.BootstrapClusterProxy.GetKubeconfigPath(), RunID: e.RunID,
 		ManagementClusterName: e.ManagementClusterName, SkipCleanup: e.SkipCleanup, Owner: e.tracker.Owner(),
 		Providers: e.cfg.Providers, TestExtension: e.cfg.Build.ClusterAPI.Images.TestExtension,
+		Previous: e.cfg.Build.ClusterAPI.Previous, PreviousClusterctl: e.previousClusterctl,
 	})
 }
 
@@ -57,12 +63,14 @@ func connect(data []byte, rt runtime.Runtime, scheme *apiruntime.Scheme) (*Envir
 		return nil, err
 	}
 	cfg.Providers, cfg.Build.ClusterAPI.Images.TestExtension = s.Providers, s.TestExtension
+	cfg.Build.ClusterAPI.Previous = s.Previous
 	e2e, err := upstream.E2EConfig(cfg, os.TempDir())
 	if err != nil {
 		return nil, err
 	}
 	env := &Environment{cfg: cfg, E2EConfig: e2e, ClusterctlConfigPath: s.ClusterctlConfigPath, ArtifactFolder: s.ArtifactFolder,
-		RunID: s.RunID, ManagementClusterName: s.ManagementClusterName, SkipCleanup: s.SkipCleanup, Runtime: rt}
+		RunID: s.RunID, ManagementClusterName: s.ManagementClusterName, SkipCleanup: s.SkipCleanup, Runtime: rt,
+		previousClusterctl: s.PreviousClusterctl}
 	if env.Runtime == nil {
 		if env.Runtime, err = moby.New(moby.Config{}); err != nil {
 			return nil, err

@@ -50,6 +50,9 @@ type Environment struct {
 	log         func(string, ...any)
 	ownRuntime  bool
 	stopWatches context.CancelFunc
+	// previousClusterctl is the clusterctl of build.clusterAPI.previous
+	// (setup's previousClusterctl), "" when not prepared.
+	previousClusterctl string
 }
 
 // DefaultScheme returns a scheme with client-go's types (the webhook check

@@ -32,6 +32,9 @@ type Requirement struct {
 	// extension installed (the built-in provider of
 	// build.clusterAPI.images.testExtension).
 	TestExtension bool
+	// PreviousRelease is set when the spec upgrades from
+	// build.clusterAPI.previous (which must then be set).
+	PreviousRelease bool
 }
 
 // preflight checks that cfg (with the environment's overrides) has what
@@ -77,6 +80,13 @@ func preflight(cfg *config.Config, reqs []Requirement, management bool) error {
 			if _, _, err := cfg.Intervals(r.Spec, k); err != nil {
 				add(fmt.Errorf("%w (needed by %s)", err, who))
 			}
+		}
+		if r.PreviousRelease {
+			if cfg.Build.ClusterAPI.Previous == nil {
+				add(fmt.Errorf("build.clusterAPI.previous: required by %s (the release clusterctl upgrade starts from), unset in %s", who, cfg.Path()))
+			}
+			// The further management cluster it creates.
+			version(config.VarKubernetesVersionManagement, who+"'s management cluster")
 		}
 	}
 	return errors.Join(errs...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -62,6 +63,8 @@ func TestBadInputStopsBeforeAnythingIsCreated(t *testing.T) {
 		Variables: []string{"KUBERNETES_VERSION"}, KubernetesVersions: []string{"KUBERNETES_VERSION"},
 		Intervals: append(slices.Clone(create), "wait-machine-remediation")}}
 	every := slices.Concat(quickStart, upgrade, remediation)
+	clusterctlUpgrade := []Requirement{{Spec: "clusterctl-upgrade", Label: "clusterctl-upgrade",
+		Variables: []string{"KUBERNETES_VERSION"}, KubernetesVersions: []string{"KUBERNETES_VERSION"}, Intervals: create, PreviousRelease: true}}
 	tests := []struct {
 		name    string
 		env     map[string]string
@@ -94,6 +97,11 @@ func TestBadInputStopsBeforeAnythingIsCreated(t *testing.T) {
 			want: []string{`images[0].loadBehavior: Invalid value: "always" is not mustLoad or tryLoad`}},
 		{name: "provider from the network", overlay: "providers:\n- {name: p, type: InfrastructureProvider, versions: [{name: v0.1.0, value: \"https://example.invalid/c.yaml\", type: url}]}\n",
 			want: []string{`providers[0].versions[0].value: "https://example.invalid/c.yaml": Get "https://example.invalid/c.yaml": `}},
+		{name: "no release to upgrade from", harness: replace("    previous:\n      version: v1.13.4\n", ""), specs: clusterctlUpgrade,
+			want: []string{"build.clusterAPI.previous: required by spec clusterctl-upgrade (the release clusterctl upgrade starts from), unset in"}},
+		{name: "previous clusterctl unreachable", specs: clusterctlUpgrade,
+			harness: replace("      version: v1.13.4\n", "      version: v1.13.4\n      clusterctl: https://example.invalid/clusterctl-{OS}-{ARCH}\n"),
+			want:    []string{`build.clusterAPI.previous.clusterctl: "https://example.invalid/clusterctl-` + runtime.GOOS + "-" + runtime.GOARCH + `": Get "https://example.invalid/`}},
 		{name: "go image from a missing directory", overlay: "build:\n  goImages:\n  - {image: example.com/m:dev, dir: ./nowhere, package: .}\n",
 			want: []string{`build.goImages[0].dir: Invalid value: "`, `/nowhere" is not a directory`}},
 		{name: "CAPI_SOURCE_DIR not a tree", env: map[string]string{config.EnvClusterAPISource: "/"},

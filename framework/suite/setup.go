@@ -72,6 +72,7 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 		{fixed("check the config against the specs to run"), never, s.preflight},
 		// The network after the offline checks, before anything is created.
 		{fixed("resolve release markers and check network sources"), never, s.resolveSources},
+		{s.previousPhaseName, func() bool { return s.env.cfg.Build.ClusterAPI.Previous == nil }, s.previousClusterctl},
 		// Not a phase of its own: upstream's view of the config as setup
 		// left it.
 		{nil, never, s.deriveUpstream},
@@ -184,6 +185,13 @@ func (s *setup) preflight(context.Context) error {
 	// image when kind is to be created.
 	version, _ := s.env.cfg.LookupVariable(config.VarKubernetesVersionManagement)
 	s.mgmt, _ = s.env.cfg.Build.KubernetesVersion(version)
+	// The release to upgrade from costs a clusterctl build (minutes, once
+	// per machine) and a rendering: only when a spec needs it.
+	needsPrevious := slices.ContainsFunc(s.in.Requirements, func(r Requirement) bool { return r.PreviousRelease })
+	if s.in.OnlyRequiredExtensions && s.env.cfg.Build.ClusterAPI.Previous != nil && !needsPrevious {
+		s.env.cfg.Build.ClusterAPI.Previous = nil
+		s.log("setup: no selected spec upgrades from build.clusterAPI.previous: its clusterctl and components not prepared")
+	}
 	// The test extension costs clusterctl init a fifth provider to wait
 	// for (18.2 s against 32.0 s in one PR job): only when a spec needs it.
 	if s.in.OnlyRequiredExtensions && s.env.cfg.Build.ClusterAPI.Images.TestExtension != "" &&
@@ -192,6 +200,22 @@ func (s *setup) preflight(context.Context) error {
 		s.log("setup: no selected spec needs the test runtime extension: not installed")
 	}
 	return nil
+}
+
+func (s *setup) previousPhaseName() string {
+	return "get clusterctl " + s.env.cfg.Build.ClusterAPI.Previous.Version + " of the release to upgrade from"
+}
+
+// previousClusterctl downloads or builds the clusterctl of
+// build.clusterAPI.previous (repository.PreviousClusterctl), before
+// anything is created.
+func (s *setup) previousClusterctl(ctx context.Context) error {
+	bin, err := repository.PreviousClusterctl(ctx, s.env.cfg)
+	if err == nil {
+		s.env.previousClusterctl = bin
+		s.log("setup: clusterctl %s is %s", s.env.cfg.Build.ClusterAPI.Previous.Version, bin)
+	}
+	return err
 }
 
 func (s *setup) checkEngine(ctx context.Context) error {
@@ -224,6 +248,20 @@ func (s *setup) checkImages(ctx context.Context) error {
 		refs = append(refs, s.mgmt.NodeImage)
 		for _, img := range cfg.ManagementImages() {
 			refs = append(refs, img.Name)
+		}
+	}
+	// A further kind management cluster (the clusterctl-upgrade spec's)
+	// runs the previous release and then the current one.
+	if prev := cfg.PreviousProviders(); len(prev) > 0 {
+		version, _ := cfg.LookupVariable(config.VarKubernetesVersionManagement)
+		if k, err := cfg.Build.KubernetesVersion(version); err == nil {
+			refs = append(refs, k.NodeImage)
+		}
+		for _, img := range cfg.ManagementImages() {
+			refs = append(refs, img.Name)
+		}
+		for _, b := range prev {
+			refs = append(refs, b.Image)
 		}
 	}
 	return images.Ensure(ctx, s.env.Runtime, cfg.Build.Registry, slices.Compact(slices.Sorted(slices.Values(refs))), prefixed(s.log, "setup: "))
@@ -316,7 +354,12 @@ func (s *setup) connectProxy(context.Context) error {
 // newProxy is the management cluster's ClusterProxy, collecting machine
 // logs through rt.
 func newProxy(kubeconfig string, scheme *apiruntime.Scheme, rt runtime.Runtime) framework.ClusterProxy {
-	return framework.NewClusterProxy("bootstrap", kubeconfig, scheme, framework.WithMachineLogCollector(&capdlogs.Collector{Runtime: rt}))
+	return newNamedProxy("bootstrap", kubeconfig, scheme, rt)
+}
+
+// newNamedProxy is newProxy for a cluster of another name.
+func newNamedProxy(name, kubeconfig string, scheme *apiruntime.Scheme, rt runtime.Runtime) framework.ClusterProxy {
+	return framework.NewClusterProxy(name, kubeconfig, scheme, framework.WithMachineLogCollector(&capdlogs.Collector{Runtime: rt}))
 }
 
 // installCertManager installs cert-manager's CRDs and its substitute. The
