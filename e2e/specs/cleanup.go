@@ -256,6 +256,11 @@ func (r *run) finalCleanup(ctx SpecContext) {
 			r.cancelWatches()
 		}
 	}()
+	defer func() {
+		for _, f := range r.last {
+			f(ctx)
+		}
+	}()
 	if r.in.SkipCleanup {
 		return
 	}

@@ -6,6 +6,9 @@
 //	ClusterUpgradeSpec      control plane (with etcd and CoreDNS), then workers, to a new Kubernetes version
 //	MachineHealthCheckSpec  a Machine broken for real (container stopped) is replaced by a new one with a new Node
 //	SelfHostedSpec          clusterctl init and move into the workload cluster, no rollout, move back
+//	MachinePoolSpec         a MachinePool scaled 2 → 3 → 1 → 0, its Nodes following
+//	RuntimeSDKSpec          a runtime extension's lifecycle hooks hold and release creation, upgrade, deletion
+//	ClusterctlUpgradeSpec   a management cluster of the previous release upgraded by clusterctl, no rollout
 //
 // Each XSpec takes a func returning its XSpecInput, called when the spec
 // runs (after the suite's setup has filled in the management cluster), and

@@ -19,6 +19,7 @@ package specs
 //	MachinePoolSpec          machine-pool
 //	SelfHostedSpec           self-hosted, clusterctl, slow   ClusterClass
 //	RuntimeSDKSpec           runtime-sdk, K8s-Upgrade        ClusterClass
+//	ClusterctlUpgradeSpec    clusterctl-upgrade, clusterctl  ClusterClass
 //
 // capd-e2e's own suite (e2e/) puts PR-Blocking and ClusterClass on the
 // quick-start with the topology flavor, as upstream's PR gate does.
@@ -51,6 +52,9 @@ const (
 	// LabelClusterctl marks specs that drive clusterctl beyond generating a
 	// template (init, move).
 	LabelClusterctl = "clusterctl"
+	// LabelClusterctlUpgrade marks specs that upgrade a management
+	// cluster's providers with clusterctl upgrade.
+	LabelClusterctlUpgrade = "clusterctl-upgrade"
 	// LabelRuntimeSDK marks specs that drive a runtime extension's hooks
 	// (Cluster API's runtime SDK).
 	LabelRuntimeSDK = "runtime-sdk"

@@ -15,14 +15,17 @@ var specNeeds = []struct {
 	variables []string
 	// testExtension: the spec drives Cluster API's test runtime extension.
 	testExtension bool
+	// previousRelease: the spec upgrades from build.clusterAPI.previous.
+	previousRelease bool
 }{
-	{"quick-start", LabelQuickStart, []string{varKubernetesVersion}, false},
-	{"k8s-upgrade", LabelK8sUpgrade, []string{varKubernetesVersionUpgradeFrom, varKubernetesVersionUpgradeTo}, false},
-	{"md-remediation", LabelRemediation, []string{varKubernetesVersion}, false},
-	{"kcp-remediation", LabelRemediation, []string{varKubernetesVersion}, false},
-	{"machine-pool", LabelMachinePool, []string{varKubernetesVersion}, false},
-	{"self-hosted", LabelSelfHosted, []string{varKubernetesVersion}, false},
-	{"k8s-upgrade-with-runtimesdk", LabelRuntimeSDK, []string{varKubernetesVersionUpgradeFrom, varKubernetesVersionUpgradeTo}, true},
+	{"quick-start", LabelQuickStart, []string{varKubernetesVersion}, false, false},
+	{"k8s-upgrade", LabelK8sUpgrade, []string{varKubernetesVersionUpgradeFrom, varKubernetesVersionUpgradeTo}, false, false},
+	{"md-remediation", LabelRemediation, []string{varKubernetesVersion}, false, false},
+	{"kcp-remediation", LabelRemediation, []string{varKubernetesVersion}, false, false},
+	{"machine-pool", LabelMachinePool, []string{varKubernetesVersion}, false, false},
+	{"self-hosted", LabelSelfHosted, []string{varKubernetesVersion}, false, false},
+	{"k8s-upgrade-with-runtimesdk", LabelRuntimeSDK, []string{varKubernetesVersionUpgradeFrom, varKubernetesVersionUpgradeTo}, true, false},
+	{specClusterctlUpgrade, LabelClusterctlUpgrade, []string{varKubernetesVersion}, false, true},
 }
 
 // Requirements returns what this package's specs that carry any of labels
@@ -48,6 +51,7 @@ func Requirements(labels ...string) []suite.Requirement {
 			KubernetesVersions: slices.Clone(n.variables),
 			Intervals:          slices.Compact(intervals),
 			TestExtension:      n.testExtension,
+			PreviousRelease:    n.previousRelease,
 		})
 	}
 	return out

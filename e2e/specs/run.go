@@ -69,6 +69,11 @@ type run struct {
 	ownerless     map[string]bool
 	whileDeleting func(context.Context)
 	finally       []func(context.Context)
+	// last runs at the very end of the final cleanup, after the leak
+	// check, even when that failed, and also with SkipCleanup: for what
+	// outlives the Cluster and its namespace (a management cluster of the
+	// spec's own, which keeps itself with SkipCleanup).
+	last []func(context.Context)
 }
 
 // begin validates the common input, names the spec's namespace and cluster,
@@ -79,6 +84,15 @@ type run struct {
 // runs before all that. The spec goes on with the returned context, which
 // ends when its timeout runs out, naming it (context.Cause).
 func begin(ctx context.Context, spec string, in CommonInput, timeout time.Duration) (*run, context.Context) {
+	r, ctx := start(ctx, spec, in, timeout)
+	r.createNamespace(ctx)
+	return r, ctx
+}
+
+// start is begin without the namespace, for a spec whose management
+// cluster is not the bootstrap cluster: it sets r.in.BootstrapClusterProxy
+// and r.mgmt to its own, then calls createNamespace.
+func start(ctx context.Context, spec string, in CommonInput, timeout time.Duration) (*run, context.Context) {
 	// The summary needs only the artifacts folder: with it checked first,
 	// even a spec given a bad input leaves a summary saying so.
 	Expect(in.ArtifactFolder).ToNot(BeEmpty(), "%s: ArtifactFolder is required", spec)
@@ -127,7 +141,13 @@ func begin(ctx context.Context, spec string, in CommonInput, timeout time.Durati
 	DeferCleanup(cancel)
 	DeferCleanup(r.finalCleanup, NodeTimeout(r.cleanupTimeout))
 	DeferCleanup(r.clusterCleanup, NodeTimeout(r.cleanupTimeout))
+	return r, ctx
+}
 
+// createNamespace creates the spec's namespace in r.in.BootstrapClusterProxy
+// and streams its events until the final cleanup.
+func (r *run) createNamespace(ctx context.Context) {
+	in := r.in
 	r.step("create namespace", func() {
 		// The watch must outlive the It (whose context ends with it) to
 		// record the deletion's events; finalCleanup cancels it.
@@ -144,7 +164,6 @@ func begin(ctx context.Context, spec string, in CommonInput, timeout time.Durati
 			in.PostNamespaceCreated(in.BootstrapClusterProxy, r.namespace)
 		}
 	})
-	return r, ctx
 }
 
 // clusterDir is where the workload cluster's artifacts go.

@@ -74,6 +74,14 @@ var specWaits = map[string][]string{
 		[]string{"wait-machine-deployment-upgrade"}, hookWaits,
 		[]string{"wait-control-plane-upgrade", "wait-machine-upgrade", "wait-machine-deployment-upgrade", "wait-machine-pool-upgrade"},
 		hookWaits, []string{"wait-nodes-ready"}, healthWaits),
+	specClusterctlUpgrade: slices.Concat(
+		// The management cluster's cert-manager substitute Available,
+		// clusterctl init.
+		[]string{"wait-controllers", "wait-controllers"}, creationWaits,
+		// clusterctl upgrade, the CRDs migrated, the window without a
+		// rollout, the MachineDeployment scaled to 2 and back to 1.
+		[]string{"wait-controllers", "wait-crd-migration", "check-no-rollout", "wait-worker-nodes", "wait-worker-nodes"},
+		healthWaits),
 	"self-hosted": slices.Concat(creationWaits,
 		// clusterctl init, every Machine with a Node, the moved Cluster
 		// reconciled, the window without a rollout.

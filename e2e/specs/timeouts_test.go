@@ -54,6 +54,8 @@ var specFiles = map[string][]string{
 	"md-remediation":  {"machine_health_check.go"},
 	"kcp-remediation": {"machine_health_check.go"},
 	"self-hosted":     {"self_hosted.go"},
+	// The scaling loop waits twice on one line.
+	specClusterctlUpgrade: {"clusterctl_upgrade.go"},
 	// hooks.go's pass is called once per hook: specWaits lists its
 	// waits per call.
 	"k8s-upgrade-with-runtimesdk": {"runtime_sdk.go", "hooks.go"},
