@@ -7,7 +7,8 @@
 # SKIP_RESOURCE_CLEANUP and USE_EXISTING_CLUSTER (true/1/yes), E2E_SUITE_DIR
 # (the Ginkgo suite's package directory, default e2e/; a provider's suite in
 # its own module works too), GRACE_PERIOD (default 10m: how long the suite
-# gets to clean up after SIGTERM/SIGINT before it is killed).
+# gets to clean up after SIGTERM/SIGINT before it is killed). Ginkgo's
+# output is coloured only on a terminal without CI set.
 #
 # Provides the images (built, or pulled per build.registry), runs the suite
 # with a JUnit report in ARTIFACTS under a run id of its own
@@ -100,6 +101,11 @@ fi
 args=(-v --trace --tags=e2e --timeout="$GINKGO_TIMEOUT" --nodes="$GINKGO_NODES"
   --poll-progress-after=60m --poll-progress-interval=5m --fail-on-pending --fail-on-empty
   --junit-report=junit.e2e_suite.1.xml --output-dir="$ARTIFACTS")
+# Colour only on a terminal: Ginkgo cannot tell a pipe or a CI build log
+# from one, and Prow's build log shows escape codes as text.
+if [[ ! -t 1 || -n ${CI:-} ]]; then
+  args+=(--no-color)
+fi
 [[ -n $GINKGO_LABEL_FILTER ]] && args+=(--label-filter="$GINKGO_LABEL_FILTER")
 [[ -n $GINKGO_FOCUS ]] && args+=(--focus="$GINKGO_FOCUS")
 for s in $GINKGO_SKIP; do args+=(--skip="$s"); done

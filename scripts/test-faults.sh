@@ -104,6 +104,9 @@ check() {
   for a in "$@"; do
     compgen -G "$OUT/$name/artifacts/$a" >/dev/null || { artifacts="missing $a"; ok=false; }
   done
+  # The log is a file, as a CI build log is: no terminal colour codes.
+  local colour=none
+  if grep -q $'\x1b\[' "$OUT/$name/run.log"; then colour=FOUND; ok=false; fi
   # A scenario appends ", message missing" to RC when its log lacks the
   # error it expects; the row must fail then, whatever the exit code.
   [[ $rc != *missing* ]] || ok=false
@@ -113,9 +116,9 @@ check() {
   esac
   local cleanup="-"
   [[ $t_signal == - ]] || cleanup="$((end - t_signal))s"
-  RESULTS+=("| $name | $phase | ${left:-nothing} | $artifacts | $junit | exit $rc | $cleanup | $secrets | $([[ $ok == true ]] && echo PASS || echo FAIL) |")
+  RESULTS+=("| $name | $phase | ${left:-nothing} | $artifacts | $junit | exit $rc | $cleanup | $secrets | $colour | $([[ $ok == true ]] && echo PASS || echo FAIL) |")
   $ok || FAILED=$((FAILED + 1))
-  log "$name: $([[ $ok == true ]] && echo PASS || echo FAIL) (left: ${left:-nothing}; junit $junit; artifacts $artifacts; exit $rc; cleanup $cleanup; secrets $secrets)"
+  log "$name: $([[ $ok == true ]] && echo PASS || echo FAIL) (left: ${left:-nothing}; junit $junit; artifacts $artifacts; exit $rc; cleanup $cleanup; secrets $secrets; colour codes $colour)"
 }
 
 # interrupt NAME WHEN SIGNALS: starts a run, signals it when its log
@@ -242,8 +245,8 @@ for f in $FAULTS; do
 done
 
 {
-  echo "| scenario | phase | left in the engine | artifacts | JUnit | exit | cleanup after the signal | secrets in the artifacts | result |"
-  echo "|---|---|---|---|---|---|---|---|---|"
+  echo "| scenario | phase | left in the engine | artifacts | JUnit | exit | cleanup after the signal | secrets in the artifacts | colour codes in the log | result |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${RESULTS[@]}"
 } | tee "$OUT/results.md"
 exit $(( FAILED > 0 ))
