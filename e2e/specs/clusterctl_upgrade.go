@@ -323,8 +323,8 @@ func (u *upgradeRun) init(ctx context.Context, proxy framework.ClusterProxy) {
 // upgraded controllers' Pods too (same Deployments).
 func (u *upgradeRun) watchControllers(ctx context.Context, proxy framework.ClusterProxy) {
 	watchCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	u.finally = append(u.finally, func(context.Context) { cancel() })
-	u.last = append(u.last, func(context.Context) { cancel() })
+	// First of the last: before the management cluster is deleted.
+	u.last = append([]func(context.Context){func(context.Context) { cancel() }}, u.last...)
 	for _, d := range framework.GetControllerDeployments(ctx, framework.GetControllerDeploymentsInput{Lister: proxy.GetClient()}) {
 		Expect(controllerlogs.Watch(watchCtx, controllerlogs.Input{
 			ClientSet:  proxy.GetClientSet(),

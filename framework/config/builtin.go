@@ -109,13 +109,10 @@ func (c *Config) PreviousProviders() []BuiltinProvider {
 	if p == nil {
 		return nil
 	}
-	imgs := c.Build.ClusterAPI.Images
 	var out []BuiltinProvider
 	for _, b := range c.BuiltinProviders()[:4] {
-		b.Image = WithTag(map[string]string{
-			StepCAPICore: imgs.Core, StepCAPIKubeadmBootstrap: imgs.KubeadmBootstrap,
-			StepCAPIKubeadmControlPlane: imgs.KubeadmControlPlane, StepCAPD: imgs.Docker,
-		}[b.StepID], p.Version)
+		// The release's tag replaces the configured one (or "dev").
+		b.Image = WithTag(b.Image, p.Version)
 		b.StepID = PreviousStepID(b.StepID, p.Version)
 		if b.Type == CoreProvider && semver.Compare(p.Version, "v1.14.0") < 0 {
 			b.Package, b.Kustomization = ClusterAPIModule, "config/default"

@@ -80,28 +80,35 @@ func Components(ctx context.Context, cfg *config.Config, dir string) ([]string, 
 		if err != nil {
 			return written, err
 		}
-		// An absolute path: kustomize reads a relative one that starts with
-		// a module directory name ("cluster-api@v1.14.2/...") as a git URL.
-		kdir := filepath.Join(mdir, filepath.FromSlash(p.Kustomization))
-		out, err := runKustomize(ctx, kustomize, kdir)
-		if err != nil {
-			return written, fmt.Errorf("render components of %s %s: %w", p.Type, p.Name, err)
-		}
-		out, err = RewriteComponents(out, map[string]string{p.StagingName: p.Image})
-		if err != nil {
-			return written, fmt.Errorf("render components of %s %s from %s: %w", p.Type, p.Name, kdir, err)
-		}
 		components, md := cfg.RenderedComponents(dir, p)
-		if err := writeFile(components, out); err != nil {
-			return written, err
-		}
-		if err := writeFile(md, metadata); err != nil {
+		if err := renderProvider(ctx, kustomize, p, mdir, fmt.Sprintf("%s %s", p.Type, p.Name), metadata, components, md); err != nil {
 			return written, err
 		}
 		written = append(written, components, md)
 	}
 	prev, err := previousComponents(ctx, cfg, kustomize, dir)
 	return append(written, prev...), err
+}
+
+// renderProvider renders p's kustomization in its module directory mdir
+// (what names it in errors) with the controller image rewritten to
+// p.Image, into components, and writes metadata to md.
+func renderProvider(ctx context.Context, kustomize string, p config.BuiltinProvider, mdir, what string, metadata []byte, components, md string) error {
+	// An absolute path: kustomize reads a relative one that starts with
+	// a module directory name ("cluster-api@v1.14.2/...") as a git URL.
+	kdir := filepath.Join(mdir, filepath.FromSlash(p.Kustomization))
+	out, err := runKustomize(ctx, kustomize, kdir)
+	if err != nil {
+		return fmt.Errorf("render components of %s: %w", what, err)
+	}
+	out, err = RewriteComponents(out, map[string]string{p.StagingName: p.Image})
+	if err != nil {
+		return fmt.Errorf("render components of %s from %s: %w", p.Type+" "+p.Name, kdir, err)
+	}
+	if err := writeFile(components, out); err != nil {
+		return err
+	}
+	return writeFile(md, metadata)
 }
 
 // previousComponents renders the components of build.clusterAPI.previous
@@ -125,19 +132,8 @@ func previousComponents(ctx context.Context, cfg *config.Config, kustomize, dir 
 				return written, fmt.Errorf("render metadata.yaml of %s: %w", version, err)
 			}
 		}
-		kdir := filepath.Join(info.Dir, filepath.FromSlash(p.Kustomization))
-		out, err := runKustomize(ctx, kustomize, kdir)
-		if err != nil {
-			return written, fmt.Errorf("render components of %s %s %s: %w", p.Type, p.Name, version, err)
-		}
-		if out, err = RewriteComponents(out, map[string]string{p.StagingName: p.Image}); err != nil {
-			return written, fmt.Errorf("render components of %s %s from %s: %w", p.Type, p.Name, kdir, err)
-		}
 		components, md := config.RenderedComponentsAt(dir, p, version)
-		if err := writeFile(components, out); err != nil {
-			return written, err
-		}
-		if err := writeFile(md, metadata); err != nil {
+		if err := renderProvider(ctx, kustomize, p, info.Dir, fmt.Sprintf("%s %s %s", p.Type, p.Name, version), metadata, components, md); err != nil {
 			return written, err
 		}
 		written = append(written, components, md)

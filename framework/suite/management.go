@@ -13,8 +13,6 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/certmanager/manifests"
 	"github.com/capd-e2e/capd-e2e/framework/config"
 	"github.com/capd-e2e/capd-e2e/framework/images"
-	"github.com/capd-e2e/capd-e2e/framework/leak"
-	"github.com/capd-e2e/capd-e2e/framework/snapshot"
 )
 
 // PreviousRelease is the Cluster API release the clusterctl-upgrade spec
@@ -140,19 +138,11 @@ func (m *ManagementCluster) Delete(ctx context.Context) error {
 		m.Proxy.Dispose(ctx)
 	}
 	if m.kind != nil {
-		dir := filepath.Join(m.env.ArtifactFolder, "clusters", m.kind.Name)
-		if err := m.kind.CollectLogs(ctx, filepath.Join(dir, "machines")); err != nil {
-			errs = append(errs, fmt.Errorf("collect the logs of %s's nodes: %w", m.kind.Name, err))
-		}
-		if s, err := snapshot.Take(ctx, m.env.Runtime, snapshot.Filter{Cluster: m.kind.Name}); err == nil {
-			_ = s.Save(dir)
-		}
+		errs = append(errs, collectKind(ctx, m.kind, m.env.Runtime, filepath.Join(m.env.ArtifactFolder, "clusters", m.kind.Name)))
 		if m.env.SkipCleanup {
 			return errors.Join(errs...)
 		}
-		errs = append(errs, m.kind.Delete(ctx))
-		rep, err := leak.Check(ctx, m.env.Runtime, leak.Selector{Cluster: m.kind.Name})
-		errs = append(errs, err, rep.Err())
+		errs = append(errs, deleteKind(ctx, m.kind, m.env.Runtime))
 	}
 	if !m.env.SkipCleanup {
 		errs = append(errs, os.RemoveAll(m.dir))

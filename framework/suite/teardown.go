@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/capd-e2e/capd-e2e/framework/bootstrap"
 	"github.com/capd-e2e/capd-e2e/framework/leak"
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/framework/secrets"
 	"github.com/capd-e2e/capd-e2e/framework/snapshot"
 )
@@ -25,13 +27,7 @@ func (e *Environment) Teardown(ctx context.Context) error {
 	}
 	var errs []error
 	if e.kind != nil && e.Runtime != nil {
-		dir := filepath.Join(e.ArtifactFolder, "clusters", "bootstrap")
-		if err := e.kind.CollectLogs(ctx, filepath.Join(dir, "machines")); err != nil {
-			errs = append(errs, fmt.Errorf("collect the kind nodes' logs: %w", err))
-		}
-		if s, err := snapshot.Take(ctx, e.Runtime, snapshot.Filter{Cluster: e.kind.Name}); err == nil {
-			_ = s.Save(dir)
-		}
+		errs = append(errs, collectKind(ctx, e.kind, e.Runtime, filepath.Join(e.ArtifactFolder, "clusters", "bootstrap")))
 	}
 	if e.SkipCleanup {
 		errs = append(errs, e.redactArtifacts())
@@ -41,13 +37,7 @@ func (e *Environment) Teardown(ctx context.Context) error {
 		e.BootstrapClusterProxy.Dispose(ctx)
 	}
 	if e.kind != nil {
-		if err := e.kind.Delete(ctx); err != nil {
-			errs = append(errs, err)
-		}
-		if e.Runtime != nil {
-			rep, err := leak.Check(ctx, e.Runtime, leak.Selector{Cluster: e.kind.Name})
-			errs = append(errs, err, rep.Err())
-		}
+		errs = append(errs, deleteKind(ctx, e.kind, e.Runtime))
 	}
 	if e.Runtime != nil {
 		// Everything of the run: its labelled objects and the containers of
@@ -93,4 +83,29 @@ func (e *Environment) redactArtifacts() error {
 		return fmt.Errorf("secrets remain in the artifacts after redaction: %v", after.Findings)
 	}
 	return nil
+}
+
+// collectKind collects a kind cluster's node logs into dir/machines and
+// its container snapshot into dir (best effort: a snapshot that cannot be
+// taken is left out).
+func collectKind(ctx context.Context, k *bootstrap.KindCluster, rt runtime.Runtime, dir string) error {
+	var err error
+	if cerr := k.CollectLogs(ctx, filepath.Join(dir, "machines")); cerr != nil {
+		err = fmt.Errorf("collect the logs of kind cluster %q's nodes: %w", k.Name, cerr)
+	}
+	if s, serr := snapshot.Take(ctx, rt, snapshot.Filter{Cluster: k.Name}); serr == nil {
+		_ = s.Save(dir)
+	}
+	return err
+}
+
+// deleteKind deletes a kind cluster and, with an engine, checks that none
+// of its containers is left.
+func deleteKind(ctx context.Context, k *bootstrap.KindCluster, rt runtime.Runtime) error {
+	errs := []error{k.Delete(ctx)}
+	if rt != nil {
+		rep, err := leak.Check(ctx, rt, leak.Selector{Cluster: k.Name})
+		errs = append(errs, err, rep.Err())
+	}
+	return errors.Join(errs...)
 }
