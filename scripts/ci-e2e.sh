@@ -54,23 +54,38 @@ scripts/ensure-engine.sh --privileged-nesting
 export CAPD_E2E_RUN_ID=${CAPD_E2E_RUN_ID:-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')}
 log "run id $CAPD_E2E_RUN_ID"
 
-# A JUnit report whatever happens: when the job fails before Ginkgo writes
-# one (a bad config the image build refuses, an engine that is down), a
-# report with one failed test case naming the stage.
+# Space kept for the reports: when the artifacts folder fills up, the
+# suite's report writer (framework/report) removes it to write the JUnit
+# report, and this script removes it before writing its own.
+RESERVE=$ARTIFACTS/.capd-e2e-reserve
+head -c 1048576 /dev/zero >"$RESERVE" 2>/dev/null || rm -f "$RESERVE"
+
+# A JUnit report and metadata.json whatever happens: when the job fails
+# before the suite writes them (a bad config the image build refuses, an
+# engine that is down, a suite killed), a report with one failed test case
+# naming the stage. A write that fails is said, not hidden.
 junit_if_missing() {
+  rm -f "$RESERVE"
   local junit=$ARTIFACTS/junit.e2e_suite.1.xml
-  [[ -s $junit ]] && return
-  local msg; msg=$(tail -5 "$ARTIFACTS/localhost/stage.log" 2>/dev/null | sed 's/&/\&amp;/g; s/</\&lt;/g; s/>/\&gt;/g')
-  cat >"$junit" <<XML
+  if [[ ! -s $junit ]]; then
+    local msg; msg=$(tail -5 "$ARTIFACTS/localhost/stage.log" 2>/dev/null | sed 's/&/\&amp;/g; s/</\&lt;/g; s/>/\&gt;/g')
+    cat >"$junit" 2>/dev/null <<XML || log "could not write $junit (is the artifacts folder full?)"
 <?xml version="1.0" encoding="UTF-8"?>
 <testsuites tests="1" failures="1">
   <testsuite name="capd-e2e" tests="1" failures="1">
     <testcase name="ci-e2e.sh: $stage" classname="ci-e2e">
-      <failure message="ci-e2e.sh failed at: $stage">$msg</failure>
+      <failure message="ci-e2e.sh failed at: $stage">ci-e2e.sh failed at: $stage
+$msg</failure>
     </testcase>
   </testsuite>
 </testsuites>
 XML
+  fi
+  local meta=$ARTIFACTS/metadata.json
+  if [[ ! -s $meta ]]; then
+    printf '{\n  "capd-e2e-run-id": "%s",\n  "capd-e2e-result": "FAILED",\n  "capd-e2e-failing-phase": "ci-e2e.sh: %s"\n}\n' \
+      "${CAPD_E2E_RUN_ID:-}" "$stage" >"$meta" 2>/dev/null || log "could not write $meta (is the artifacts folder full?)"
+  fi
 }
 
 start=$(date +%s)
@@ -90,7 +105,7 @@ save_host_state() {
   docker events --since "$events_since" --until "$(date -u +%s)" >"$ARTIFACTS/localhost/docker-events.log" 2>&1 || true
   cp /var/log/capd-e2e-dockerd.log "$ARTIFACTS/localhost/" 2>/dev/null || true
 }
-trap 'save_host_state; junit_if_missing' EXIT
+trap 'junit_if_missing; save_host_state' EXIT
 
 GINKGO=$REPO_ROOT/hack/tools/bin/ginkgo
 if [[ ! -x $GINKGO ]]; then
@@ -98,9 +113,12 @@ if [[ ! -x $GINKGO ]]; then
   GOBIN=$REPO_ROOT/hack/tools/bin go install github.com/onsi/ginkgo/v2/ginkgo
 fi
 
+# The suite writes the JUnit report itself (-e2e.junit-report), with each
+# failure's phase, conditions and artifacts first, beside metadata.json and
+# report.html; Ginkgo's own report is kept as JSON.
 args=(-v --trace --tags=e2e --timeout="$GINKGO_TIMEOUT" --nodes="$GINKGO_NODES"
   --poll-progress-after=60m --poll-progress-interval=5m --fail-on-pending --fail-on-empty
-  --junit-report=junit.e2e_suite.1.xml --output-dir="$ARTIFACTS")
+  --json-report=ginkgo-report.json --output-dir="$ARTIFACTS")
 # Colour only on a terminal: Ginkgo cannot tell a pipe or a CI build log
 # from one, and Prow's build log shows escape codes as text.
 if [[ ! -t 1 || -n ${CI:-} ]]; then
@@ -153,25 +171,58 @@ done
 (( signals > 0 )) && [[ $rc -eq 0 ]] && rc=1
 log "suite finished with exit code $rc after $(( $(date +%s) - start ))s in all"
 
+# A copy into the artifacts that may fail (a full folder) without being
+# taken for anything else.
+keep() { # $1: file, $2: name under ARTIFACTS
+  cp "$1" "$ARTIFACTS/$2" 2>/dev/null || { rm -f "$ARTIFACTS/$2"; log "could not write $2 into the artifacts (is the folder full?); it is printed above"; }
+}
+
 if [[ $SKIP_RESOURCE_CLEANUP != true ]]; then
   # By run id: this run's labelled objects and every cluster it tracked
   # (its kind cluster, the workload clusters' machines and load balancers),
-  # whatever another run on the engine is doing.
-  if hack/tools/bin/capd-e2e-clean -check "$CAPD_E2E_RUN_ID" | tee "$ARTIFACTS/localhost/leftovers.txt"; then
-    log "no objects left behind"
-  else
+  # whatever another run on the engine is doing. The exit code is the
+  # check's own, not that of writing its list.
+  leftovers=$(mktemp)
+  check=0
+  hack/tools/bin/capd-e2e-clean -check "$CAPD_E2E_RUN_ID" >"$leftovers" 2>&1 || check=$?
+  cat "$leftovers"
+  keep "$leftovers" localhost/leftovers.txt
+  rm -f "$leftovers"
+  case $check in
+  0) log "no objects left behind" ;;
+  1)
     log "the run left objects behind (listed above and in localhost/leftovers.txt; now removed)"
     [[ $rc -eq 0 ]] && rc=1
-  fi
+    ;;
+  *)
+    log "the leak check itself failed (exit code $check, above): what the run left is unknown"
+    [[ $rc -eq 0 ]] && rc=1
+    ;;
+  esac
 fi
 
 # Nothing secret may be published: redact what slipped through (the suite
 # redacts its own artifacts), and fail the job if anything did.
-if ! hack/tools/bin/capd-e2e-secrets scan "$ARTIFACTS" >"$ARTIFACTS/localhost/secrets-scan.txt" 2>&1; then
+scan=$(mktemp)
+if ! hack/tools/bin/capd-e2e-secrets scan "$ARTIFACTS" >"$scan" 2>&1; then
   log "secrets found in the artifacts (localhost/secrets-scan.txt); redacting them"
-  hack/tools/bin/capd-e2e-secrets redact "$ARTIFACTS" >>"$ARTIFACTS/localhost/secrets-scan.txt" 2>&1 || true
+  hack/tools/bin/capd-e2e-secrets redact "$ARTIFACTS" >>"$scan" 2>&1 || true
   [[ $rc -eq 0 ]] && rc=1
 else
-  log "secrets scan: $(tail -1 "$ARTIFACTS/localhost/secrets-scan.txt")"
+  log "secrets scan: $(tail -1 "$scan")"
 fi
+keep "$scan" localhost/secrets-scan.txt
+rm -f "$scan"
+
+# What the report looks like, where a browser is installed (make test
+# installs Debian's chromium): a screenshot beside it.
+if [[ -s $ARTIFACTS/report.html ]] && command -v chromium >/dev/null; then
+  shot=$(mktemp --suffix=.png)
+  if timeout 60 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1280,2400 \
+    --screenshot="$shot" "file://$ARTIFACTS/report.html" >/dev/null 2>&1; then
+    keep "$shot" report.png
+  fi
+  rm -f "$shot"
+fi
+[[ -s $ARTIFACTS/report.html ]] && log "run report: $ARTIFACTS/report.html"
 exit "$rc"

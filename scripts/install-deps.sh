@@ -4,10 +4,15 @@
 #   busybox-static  the test image's userland (framework/runtime/runtimetest)
 #   debootstrap     Debian root filesystems for the node images (make images)
 #   gcc, libc6-dev  the static pause binary (make images)
+# With --browser, also:
+#   chromium        the run report's test in a real headless browser
+#                   (framework/report), and report.png (scripts/ci-e2e.sh)
 set -o errexit -o nounset -o pipefail
 
+pkgs=(busybox-static debootstrap gcc libc6-dev)
+[[ ${1:-} == --browser ]] && pkgs+=(chromium)
 need=()
-for pkg in busybox-static debootstrap gcc libc6-dev; do
+for pkg in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if ((${#need[@]})); then

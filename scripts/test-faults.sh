@@ -101,6 +101,12 @@ check() {
   [[ -z $left ]] || ok=false
   local ju="$OUT/$name/artifacts/junit.e2e_suite.1.xml"
   if [[ -s $ju ]] && grep -q "<testsuite" "$ju"; then junit=yes; else junit=no; ok=false; fi
+  # A failed run's JUnit report says why in a <failure> (Prow's junit lens
+  # shows nothing of an <error>), and metadata.json names the failing phase.
+  if [[ $expect == fail && $junit == yes ]]; then
+    grep -q "<failure" "$ju" || { junit="no <failure>"; ok=false; }
+    grep -q '"capd-e2e-failing-phase"' "$OUT/$name/artifacts/metadata.json" 2>/dev/null || { junit="$junit, no failing phase in metadata.json"; ok=false; }
+  fi
   for a in "$@"; do
     compgen -G "$OUT/$name/artifacts/$a" >/dev/null || { artifacts="missing $a"; ok=false; }
   done

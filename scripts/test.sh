@@ -4,6 +4,7 @@
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "$0")/.."
 
+scripts/install-deps.sh --browser
 scripts/ensure-engine.sh
 start=$(date +%s)
 go test -count=1 -timeout 30m "$@" ./...

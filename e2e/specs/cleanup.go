@@ -59,7 +59,7 @@ func (r *run) clusterCleanup(ctx SpecContext) {
 			}
 			var table strings.Builder
 			_ = s.WriteTable(&table)
-			r.summary.SetSnapshot(summary.Snapshot{Path: filepath.Join("clusters", r.clusterName, snapshot.TableFile), Table: table.String()})
+			r.summary.SetSnapshot(summary.Snapshot{Path: filepath.Join("clusters", r.clusterName, snapshot.TableFile), Table: table.String(), Containers: summaryContainers(s)})
 			return err
 		})
 		if n > 0 {
@@ -317,4 +317,13 @@ func (r *run) waitForClusterGone(ctx context.Context, c client.WithWatch) error 
 		}
 		return false, "phase " + cluster.Status.Phase
 	})
+}
+
+// summaryContainers is the part of a snapshot a failure report shows.
+func summaryContainers(s snapshot.Snapshot) []summary.Container {
+	out := make([]summary.Container, 0, len(s.Containers))
+	for _, c := range s.Containers {
+		out = append(out, summary.Container{Name: c.Name, Role: c.Role, State: c.State, ExitCode: c.ExitCode, OOMKilled: c.OOMKilled, Error: c.Error})
+	}
+	return out
 }

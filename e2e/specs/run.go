@@ -110,6 +110,10 @@ func start(ctx context.Context, spec string, in CommonInput, timeout time.Durati
 	r.summary.Set("cluster", r.clusterName)
 	r.summary.Set("artifacts", r.clusterDir())
 	DeferCleanup(r.writeSummary)
+	// The suite's report (framework/report) finds the summary by it.
+	if rel, err := filepath.Rel(in.ArtifactFolder, filepath.Join(r.clusterDir(), summary.JSONFile)); err == nil {
+		AddReportEntry(summary.ReportEntry, rel, ReportEntryVisibilityNever)
+	}
 
 	r.step("check input", func() {
 		Expect(in.E2EConfig).ToNot(BeNil(), "%s: E2EConfig is required", spec)
@@ -117,6 +121,7 @@ func start(ctx context.Context, spec string, in CommonInput, timeout time.Durati
 		Expect(in.BootstrapClusterProxy).ToNot(BeNil(), "%s: BootstrapClusterProxy is required", spec)
 		Expect(in.Runtime).ToNot(BeNil(), "%s: Runtime is required", spec)
 	})
+	r.summary.Set("management cluster", in.BootstrapClusterProxy.GetName())
 	if r.collector == nil {
 		r.collector = &logs.Collector{Runtime: in.Runtime}
 	}
@@ -176,7 +181,7 @@ func (r *run) bootstrapDir() string {
 	return filepath.Join(r.in.ArtifactFolder, "clusters", r.in.BootstrapClusterProxy.GetName())
 }
 
-var errAborted = errors.New("did not complete (the spec failed or timed out here; see Failure)")
+var errAborted = errors.New(summary.AbortedMessage)
 
 // step runs f as a phase of the summary. A Gomega failure inside f (a
 // panic, the way Ginkgo fails a spec) ends the phase as failed and

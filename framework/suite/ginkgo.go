@@ -19,6 +19,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"sigs.k8s.io/cluster-api/test/framework/ginkgoextensions"
+
+	"github.com/capd-e2e/capd-e2e/framework/report"
 )
 
 // Options configure a Suite.
@@ -83,6 +85,10 @@ type Suite struct {
 	// AlsoLogToFile is -e2e.also-log-to-file: Ginkgo's output, with
 	// timestamps, also goes to ginkgo-log.txt in the artifacts folder.
 	AlsoLogToFile bool
+	// JUnitReport is -e2e.junit-report: the JUnit report's name in the
+	// artifacts folder, written with metadata.json and report.html after
+	// the suite (framework/report). Empty: none of the three.
+	JUnitReport string
 	// Scheme, if set before the suite runs, is the management cluster
 	// client's scheme (DefaultScheme plus the provider's types).
 	Scheme *apiruntime.Scheme
@@ -110,6 +116,7 @@ func New(fs *flag.FlagSet, opts Options) *Suite {
 	fs.BoolVar(&s.SkipCleanup, "e2e.skip-resource-cleanup", false, "keep clusters, namespaces and the kind management cluster after the tests")
 	fs.StringVar(&s.ClusterctlConfig, "e2e.clusterctl-config", "", "clusterctl config to use; if empty, a local repository with its config is created in the artifacts folder")
 	fs.BoolVar(&s.UseExistingCluster, "e2e.use-existing-cluster", false, "use the cluster of the current kubeconfig instead of creating a kind cluster")
+	fs.StringVar(&s.JUnitReport, "e2e.junit-report", report.JUnitFile, "the JUnit report's name in the artifacts folder, written with each failure's phase, conditions and artifacts first, beside metadata.json and report.html; empty: none of them (use Ginkgo's --junit-report then)")
 	logsv1.AddGoFlags(s.logOptions, fs)
 	return s
 }
@@ -141,8 +148,10 @@ func (s *Suite) Run(t *testing.T, description string) {
 
 // RegisterSetupAndTeardown registers the suite's SynchronizedBeforeSuite
 // (Setup on process 1, Connect on the others) and SynchronizedAfterSuite
-// (Teardown on process 1, after every process is done). Teardown runs
-// even when Setup failed half-way. Call it once, at package level
+// (Teardown on process 1, after every process is done) and the
+// ReportAfterSuite that writes the JUnit report, metadata.json and
+// report.html. Teardown runs even when Setup failed half-way. Call it
+// once, at package level
 // (`var _ = s.RegisterSetupAndTeardown()`).
 func (s *Suite) RegisterSetupAndTeardown() bool {
 	SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
@@ -162,6 +171,7 @@ func (s *Suite) RegisterSetupAndTeardown() bool {
 		}
 		env, err := Setup(ctx, in, logf)
 		s.env = env
+		addSetupSummary(s.ArtifactFolder)
 		Expect(err).ToNot(HaveOccurred(), "suite setup")
 		data, err := env.marshal()
 		Expect(err).ToNot(HaveOccurred())
@@ -182,6 +192,7 @@ func (s *Suite) RegisterSetupAndTeardown() bool {
 	}, func(ctx SpecContext) {
 		Expect(s.env.Teardown(ctx)).To(Succeed(), "suite teardown")
 	}, NodeTimeout(s.opts.TeardownTimeout))
+	s.registerReport()
 	return true
 }
 

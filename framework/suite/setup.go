@@ -28,6 +28,7 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/repository"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
+	"github.com/capd-e2e/capd-e2e/framework/summary"
 	"github.com/capd-e2e/capd-e2e/internal/fault"
 )
 
@@ -40,7 +41,16 @@ type setup struct {
 	renderDir string
 	// mgmt is the management cluster's Kubernetes version and node image.
 	mgmt *config.Kubernetes
+	// summary records the phases.
+	summary *summary.Recorder
 }
+
+// Setup's summary: SetupSummaryDir/summary.txt and summary.json in the
+// artifacts folder.
+const (
+	SetupSummarySpec = "suite setup"
+	SetupSummaryDir  = "setup"
+)
 
 // Setup sets up the management cluster, phase by phase, each logged with
 // its duration to log. On failure it returns the error together with the
@@ -54,6 +64,14 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 	if err := s.checkInput(); err != nil {
 		return s.env, err
 	}
+	// Its phases as a spec's: the suite's report shows setup's timeline,
+	// and its failing phase in the JUnit failure.
+	s.summary = summary.New(SetupSummarySpec, filepath.Join(s.env.ArtifactFolder, SetupSummaryDir))
+	defer func() {
+		if err := s.summary.Write(); err != nil {
+			log("setup: %v", err)
+		}
+	}()
 	var err error
 	if s.renderDir, err = os.MkdirTemp("", "capd-e2e-render-"); err != nil {
 		return s.env, err
@@ -116,10 +134,12 @@ func fixed(name string) func() string { return func() string { return name } }
 func (s *setup) phase(ctx context.Context, name string, run func(context.Context) error) error {
 	t0 := time.Now()
 	s.log("setup: %s", name)
+	done := s.summary.Phase(name)
 	err := fault.Injected(name)
 	if err == nil {
 		err = run(ctx)
 	}
+	done(err)
 	if err != nil {
 		s.log("setup: %s failed after %s: %v", name, time.Since(t0).Round(time.Millisecond), err)
 		return fmt.Errorf("%s: %w", name, err)

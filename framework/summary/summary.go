@@ -103,7 +103,29 @@ type Snapshot struct {
 	Path string `json:"path,omitempty"`
 	// Table is the snapshot's human-readable table (snapshot.WriteTable).
 	Table string `json:"table,omitempty"`
+	// Containers are the snapshot's containers, as much of each as a
+	// failure report shows.
+	Containers []Container `json:"containers,omitempty"`
 }
+
+// Container is one container of a snapshot.
+type Container struct {
+	Name string `json:"name"`
+	// Role is kind's role label: control-plane, worker or
+	// external-load-balancer.
+	Role string `json:"role,omitempty"`
+	// State is the engine's: created, running, paused, restarting,
+	// removing, exited or dead.
+	State     string `json:"state"`
+	ExitCode  int    `json:"exitCode,omitempty"`
+	OOMKilled bool   `json:"oomKilled,omitempty"`
+	// Error is the engine's error for the container, e.g. why it did not
+	// start.
+	Error string `json:"error,omitempty"`
+}
+
+// Running reports whether the container's main process runs.
+func (c Container) Running() bool { return c.State == "running" }
 
 // Failure is why a spec failed.
 type Failure struct {
@@ -133,7 +155,8 @@ type Summary struct {
 	// Failure is set when the spec failed: by Fail, or by a phase that
 	// failed or never finished.
 	Failure *Failure `json:"failure,omitempty"`
-	// Objects and Snapshot are reported when the spec failed.
+	// Objects and Snapshot are what the spec's cleanup found; the text
+	// shows them only when the spec failed.
 	Objects  []Object  `json:"objects,omitempty"`
 	Snapshot *Snapshot `json:"snapshot,omitempty"`
 }
@@ -249,8 +272,7 @@ func (r *Recorder) SetSnapshot(s Snapshot) {
 
 // Summary returns what the recorder holds now. Unfinished phases get the
 // time they have been running as their duration. The spec counts as failed
-// if Fail was called or a phase failed or never finished; only then are
-// objects and the snapshot included.
+// if Fail was called or a phase failed or never finished.
 func (r *Recorder) Summary() Summary {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -284,11 +306,12 @@ func (r *Recorder) Summary() Summary {
 	}
 	if s.Failure != nil {
 		s.Result = ResultFailed
-		s.Objects = append([]Object(nil), r.objects...)
-		if r.snapshot != nil {
-			snap := *r.snapshot
-			s.Snapshot = &snap
-		}
+	}
+	s.Objects = append([]Object(nil), r.objects...)
+	if r.snapshot != nil {
+		snap := *r.snapshot
+		snap.Containers = append([]Container(nil), snap.Containers...)
+		s.Snapshot = &snap
 	}
 	return s
 }
@@ -450,3 +473,8 @@ func oneLine(s string) string {
 func indentRest(s string) string {
 	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n            ")
 }
+
+// ReportEntry is the name of the Ginkgo report entry (ReportEntryVisibilityNever)
+// whose value is the path of a summary's JSONFile, relative to the
+// artifacts folder: framework/report finds a spec's summaries by it.
+const ReportEntry = "capd-e2e/summary"

@@ -109,17 +109,26 @@ func TestPhaseErrorWithoutFailIsAFailure(t *testing.T) {
 	}
 }
 
-func TestObjectsAndSnapshotOnlyOnFailure(t *testing.T) {
+func TestObjectsAndSnapshotInTextOnlyOnFailure(t *testing.T) {
 	r := New("quick-start", t.TempDir())
 	r.Phase("create cluster")(nil)
 	r.SetObjects([]Object{{Kind: "Cluster", Name: "c1"}})
-	r.SetSnapshot(Snapshot{Path: "clusters/c1/containers.txt", Table: "NAME\nc1-lb\n"})
-	if s := r.Summary(); s.Objects != nil || s.Snapshot != nil {
-		t.Errorf("a passed summary carries objects %v / snapshot %v", s.Objects, s.Snapshot)
+	r.SetSnapshot(Snapshot{Path: "clusters/c1/containers.txt", Table: "NAME\nc1-lb\n", Containers: []Container{{Name: "c1-lb", State: "running"}}})
+	s := r.Summary()
+	// The report shows a passed spec's machines too: the JSON has them.
+	if len(s.Objects) != 1 || s.Snapshot == nil || len(s.Snapshot.Containers) != 1 {
+		t.Errorf("a passed summary lacks objects %v / snapshot %v", s.Objects, s.Snapshot)
+	}
+	var text strings.Builder
+	_ = s.WriteText(&text)
+	if strings.Contains(text.String(), "Conditions:") || strings.Contains(text.String(), "c1-lb") {
+		t.Errorf("a passed summary's text shows conditions or containers:\n%s", text.String())
 	}
 	r.Fail("boom", "")
-	if s := r.Summary(); len(s.Objects) != 1 || s.Snapshot == nil {
-		t.Errorf("a failed summary lacks objects %v / snapshot %v", s.Objects, s.Snapshot)
+	text.Reset()
+	_ = r.Summary().WriteText(&text)
+	if !strings.Contains(text.String(), "Cluster c1") || !strings.Contains(text.String(), "c1-lb") {
+		t.Errorf("a failed summary's text lacks the objects or containers:\n%s", text.String())
 	}
 }
 

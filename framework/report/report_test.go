@@ -1,0 +1,186 @@
+package report
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/onsi/ginkgo/v2/reporters"
+	"github.com/onsi/ginkgo/v2/types"
+)
+
+func readJUnit(t *testing.T, root string) reporters.JUnitTestSuites {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(root, JUnitFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s reporters.JUnitTestSuites
+	if err := xml.Unmarshal(data, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestJUnitFailureTextFirst(t *testing.T) {
+	root, rep := fixture(t, true)
+	if err := Write(Input{Report: rep, ArtifactFolder: root, RunID: "abc123"}); err != nil {
+		t.Fatal(err)
+	}
+	suites := readJUnit(t, root)
+	tc := suites.TestSuites[0].TestCases[1]
+	if tc.Failure == nil {
+		t.Fatalf("the failed spec has no <failure>: %+v", tc)
+	}
+	d := tc.Failure.Description
+	want := []string{
+		"quick-start failed in phase: " + failedPhase + " (failed after 2m0s)",
+		"cluster: " + failedCluster + " in namespace quick-start-abc123",
+		"Cluster " + failedCluster + ": Available=False (NotAvailable): * ControlPlaneAvailable: control plane not initialized",
+		"Machine " + brokenMachine + ": Ready=False (NotReady)",
+		"machines not Ready: " + brokenMachine,
+		brokenMachine + ": exited, exit code 137, OOM killed",
+		"clusters/" + failedCluster + "/summary.txt",
+		"clusters/" + failedCluster + "/containers.txt",
+		"clusters/" + failedCluster + "/machines/" + brokenMachine + "/kubelet.log",
+		"clusters/bootstrap/logs/capd-system/capd-controller-manager/manager.log",
+		// Ginkgo's own description follows.
+		"Timed out after 120.000s.",
+	}
+	last := -1
+	for _, w := range want {
+		i := strings.Index(d, w)
+		if i < 0 {
+			t.Errorf("failure text lacks %q:\n%s", w, d)
+			continue
+		}
+		if i < last {
+			t.Errorf("failure text has %q out of order:\n%s", w, d)
+		}
+		last = i
+	}
+	if strings.Contains(d, "Paused") {
+		t.Errorf("a healthy condition (Paused=False) is reported as unhealthy:\n%s", d)
+	}
+	if !strings.HasPrefix(tc.Failure.Message, "["+failedPhase+"] ") {
+		t.Errorf("failure message %q does not start with the phase", tc.Failure.Message)
+	}
+	if len(suites.TestSuites[0].TestCases) != 3 || suites.Failures != 1 {
+		t.Errorf("suites: %d test cases, %d failures; want 3, 1", len(suites.TestSuites[0].TestCases), suites.Failures)
+	}
+}
+
+func TestJUnitInterruptedIsAFailure(t *testing.T) {
+	root, rep := fixture(t, true)
+	rep.SpecReports[1].State = types.SpecStateInterrupted
+	rep.SpecReports[1].Failure.Message = "Interrupted by User"
+	if err := Write(Input{Report: rep, ArtifactFolder: root}); err != nil {
+		t.Fatal(err)
+	}
+	suites := readJUnit(t, root)
+	tc := suites.TestSuites[0].TestCases[1]
+	if tc.Error != nil || tc.Failure == nil || tc.Failure.Type != "interrupted" {
+		t.Fatalf("interrupted spec: error %+v, failure %+v; want a <failure type=interrupted>", tc.Error, tc.Failure)
+	}
+	if !strings.HasPrefix(tc.Failure.Description, "quick-start failed in phase: "+failedPhase) {
+		t.Errorf("interrupted spec's text:\n%s", tc.Failure.Description)
+	}
+	if suites.Errors != 0 || suites.Failures != 1 || suites.TestSuites[0].Errors != 0 || suites.TestSuites[0].Failures != 1 {
+		t.Errorf("counts: errors %d/%d failures %d/%d", suites.Errors, suites.TestSuites[0].Errors, suites.Failures, suites.TestSuites[0].Failures)
+	}
+}
+
+func TestJUnitSetupFailure(t *testing.T) {
+	root, rep := fixture(t, false)
+	// Setup failed in its second phase: its summary says so.
+	data, _ := os.ReadFile(filepath.Join(root, "setup", "summary.json"))
+	s := strings.Replace(string(data), `"name":"create the kind cluster","start":"2026-12-04T10:00:01Z","duration":30000000000,"result":"passed"`,
+		`"name":"create the kind cluster","start":"2026-12-04T10:00:01Z","duration":30000000000,"result":"failed","error":"kind: node did not boot"`, 1)
+	s = strings.Replace(s, `"result":"passed","start"`, `"result":"failed","failure":{"phase":"create the kind cluster","message":"kind: node did not boot"},"start"`, 1)
+	if err := os.WriteFile(filepath.Join(root, "setup", "summary.json"), []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep.SuiteSucceeded = false
+	rep.SpecReports[0].State = types.SpecStateFailed
+	rep.SpecReports[0].Failure = types.Failure{Message: "suite setup\nUnexpected error: create the kind cluster: kind: node did not boot"}
+	rep.SpecReports = rep.SpecReports[:1]
+	if err := Write(Input{Report: rep, ArtifactFolder: root}); err != nil {
+		t.Fatal(err)
+	}
+	tc := readJUnit(t, root).TestSuites[0].TestCases[0]
+	if tc.Failure == nil || !strings.HasPrefix(tc.Failure.Description, "suite setup failed in phase: create the kind cluster") {
+		t.Fatalf("setup failure: %+v", tc.Failure)
+	}
+	var meta map[string]string
+	data, _ = os.ReadFile(filepath.Join(root, MetadataFile))
+	if err := json.Unmarshal(data, &meta); err != nil {
+		t.Fatal(err)
+	}
+	if meta[MetaFailingPhase] != "[SynchronizedBeforeSuite]: create the kind cluster" {
+		t.Errorf("metadata failing phase = %q", meta[MetaFailingPhase])
+	}
+}
+
+func TestMetadata(t *testing.T) {
+	root, rep := fixture(t, true)
+	in := Input{Report: rep, ArtifactFolder: root, RunID: "abc123", Versions: map[string]string{"cluster-api-version": "v1.14.2"}}
+	if err := Write(in); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, MetadataFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta map[string]string // flat strings: what TestGrid shows
+	if err := json.Unmarshal(data, &meta); err != nil {
+		t.Fatalf("metadata.json is not a flat object of strings: %v\n%s", err, data)
+	}
+	want := map[string]string{
+		MetaRunID:             "abc123",
+		MetaResult:            "FAILED",
+		MetaFailedSpecs:       "1 of 2",
+		MetaFailingPhase:      "When following the Cluster API quick-start Should create a workload cluster: " + failedPhase,
+		"cluster-api-version": "v1.14.2",
+	}
+	for k, v := range want {
+		if meta[k] != v {
+			t.Errorf("metadata %s = %q, want %q", k, meta[k], v)
+		}
+	}
+}
+
+func TestHTMLNamesOnlyExistingArtifacts(t *testing.T) {
+	root, rep := fixture(t, true)
+	run := Build(Input{Report: rep, ArtifactFolder: root})
+	for _, s := range run.Specs {
+		for _, sum := range s.Summaries {
+			if sum.Err != "" {
+				t.Errorf("summary %s: %s", sum.Path, sum.Err)
+			}
+			for _, f := range append(append([]string{}, sum.Key...), sum.All...) {
+				if fi, err := os.Stat(filepath.Join(root, f)); err != nil || !fi.Mode().IsRegular() {
+					t.Errorf("artifact %s is not a file: %v", f, err)
+				}
+			}
+		}
+	}
+	if len(run.Specs) != 2 {
+		t.Errorf("%d specs in the report, want setup and the spec run (not the skipped one)", len(run.Specs))
+	}
+}
+
+func TestBarsToScale(t *testing.T) {
+	root, rep := fixture(t, false)
+	run := Build(Input{Report: rep, ArtifactFolder: root})
+	b := bars(run.Specs[1].Summaries[0].Summary)
+	// 4 minutes: a minute at +1m is 25% at 25%.
+	if got := b[2]; got.Left != 25 || got.Width != 50 {
+		t.Errorf("phase 3 bar: left %.2f width %.2f, want 25 and 50", got.Left, got.Width)
+	}
+	if got := b[0]; got.Width != minWidth {
+		t.Errorf("a 200 ms phase of 4 minutes: width %.3f, want the minimum %.1f", got.Width, minWidth)
+	}
+}
