@@ -2,18 +2,22 @@
 // (DOCKER_HOST), by the runs' markers (framework/leak): a run killed
 // outright (kill -9, a node lost) leaves its kind management cluster, its
 // workload clusters' machines and load balancers, and whatever it labelled
-// with its run id. `make clean-e2e` runs it.
+// with its run id; a test killed outright leaves the objects it labelled,
+// without markers, which are its once their owner process is gone.
+// `make clean-e2e` runs it.
 //
 // Usage:
 //
-//	capd-e2e-clean              remove everything of the runs whose process is gone
-//	capd-e2e-clean -list        list the runs in the engine, live or not
-//	capd-e2e-clean -run ID,...  also remove these runs, whatever their process
+//	capd-e2e-clean              remove everything of the runs whose process is gone (kept runs aside: listed)
+//	capd-e2e-clean -list        list the runs in the engine, live, dead or kept
+//	capd-e2e-clean -run ID,...  also remove these runs (run ids, or names of kept runs), whatever their process
+//	capd-e2e-clean -kept        also remove every kept run
 //	capd-e2e-clean -check ID    report what run ID left (exit 1 if anything), remove it
 //
-// Runs whose process is alive are never touched unless named with -run or
-// -check. The suite runs the first form before it creates anything, so a
-// re-run after a crash needs no manual step.
+// Runs whose process is alive, and kept runs (make up, or a run with
+// SKIP_RESOURCE_CLEANUP), are never touched unless named with -run or
+// -check (or -kept for kept runs). The suite runs the first form before it
+// creates anything, so a re-run after a crash needs no manual step.
 package main
 
 import (
@@ -44,6 +48,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	list := fs.Bool("list", false, "list the runs in the engine and exit")
 	runs := fs.String("run", "", "comma-separated run ids to remove whatever their process")
 	check := fs.String("check", "", "report what this run left, remove it, exit 1 if it left anything")
+	kept := fs.Bool("kept", false, "also remove every kept run (make up, SKIP_RESOURCE_CLEANUP)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -73,10 +78,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			ids = append(ids, id)
 		}
 	}
+	runsBefore, err := leak.Runs(ctx, rt)
+	if err != nil {
+		fmt.Fprintln(stderr, "capd-e2e-clean:", err)
+		return 2
+	}
+	if *kept {
+		for _, r := range runsBefore {
+			if r.Kept != "" {
+				ids = append(ids, r.ID)
+			}
+		}
+	}
 	reaped, err := leak.Reap(ctx, rt, ids...)
 	if err != nil {
 		fmt.Fprintln(stderr, "capd-e2e-clean:", err)
 		return 2
+	}
+	removed := map[string]bool{}
+	for _, r := range reaped {
+		removed[r.Run.ID] = true
 	}
 	code := 0
 	for _, r := range reaped {
@@ -88,6 +109,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if len(reaped) == 0 {
 		fmt.Fprintln(stdout, "capd-e2e-clean: no run to clean up")
+	}
+	for _, r := range runsBefore {
+		if r.Kept != "" && !removed[r.ID] {
+			fmt.Fprintf(stdout, "kept: %q (run %s, clusters %s): left; remove it with `make down NAME=%s` or `make clean-e2e ARGS=\"-run %s\"` (all kept: -kept)\n",
+				r.Kept, r.ID, strings.Join(r.Clusters, ", "), r.Kept, r.Kept)
+		}
 	}
 	return code
 }
@@ -103,7 +130,18 @@ func listRuns(ctx context.Context, rt runtime.Runtime, stdout, stderr io.Writer)
 		if r.Alive() {
 			state = "alive"
 		}
+		if r.Kept != "" {
+			state += ", kept as " + r.Kept
+		}
 		fmt.Fprintf(stdout, "%s\towner %s (%s)\tstarted %s\tclusters %s\n", r.ID, r.Owner, state, r.Started.UTC().Format(time.RFC3339), strings.Join(r.Clusters, ","))
+	}
+	unmarked, err := leak.UnmarkedRuns(ctx, rt)
+	if err != nil {
+		fmt.Fprintln(stderr, "capd-e2e-clean:", err)
+		return 2
+	}
+	for _, u := range unmarked {
+		fmt.Fprintf(stdout, "%s\tno markers, %d objects\towners %s\n", u.ID, u.Objects, u.State())
 	}
 	return 0
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -17,15 +16,16 @@ import (
 
 // Labels of the run markers a Tracker writes.
 const (
-	// LabelOwner says which process owns a run: "<host>/<pid>/<start>",
-	// where start is the process's start time in clock ticks since boot
-	// (/proc/<pid>/stat), so that a reused pid is not mistaken for it.
-	LabelOwner = "e2e.capd.x-k8s.io/owner"
+	// LabelOwner says which process owns a run (runtime.LabelOwner).
+	LabelOwner = runtime.LabelOwner
 	// LabelStarted is when the marker was written, in Unix seconds.
 	LabelStarted = "e2e.capd.x-k8s.io/started"
 	// LabelTrackedCluster names a cluster a run owns; the cloud
 	// controller manager's load balancers carry it too.
 	LabelTrackedCluster = names.LabelCluster
+	// LabelKeep, on a marker, keeps the run under the name it holds
+	// (Tracker.Keep).
+	LabelKeep = "e2e.capd.x-k8s.io/keep"
 	// markerComponent is runtime.LabelCreatedBy of a marker.
 	markerComponent = "capd-e2e-run-marker"
 )
@@ -106,6 +106,25 @@ func (t *Tracker) Track(ctx context.Context, cluster string) error {
 	return nil
 }
 
+// Keep marks the run as kept under name (a kept environment: make up, or a
+// run with SKIP_RESOURCE_CLEANUP): Reap leaves it, whatever its owner's
+// state, until it is named. name must be a valid volume name part.
+func (t *Tracker) Keep(ctx context.Context, name string) error {
+	if name == "" || unsafeVolumeChars.MatchString(name) {
+		return fmt.Errorf("keep run %s: name %q: want letters, digits, '_', '.' or '-'", t.runID, name)
+	}
+	labels := runtime.RunLabels(t.runID, markerComponent, map[string]string{
+		LabelOwner:   t.owner,
+		LabelStarted: strconv.FormatInt(time.Now().Unix(), 10),
+		LabelKeep:    name,
+	})
+	err := t.rt.CreateVolume(ctx, "capd-e2e-"+t.runID+"--keep", labels)
+	if err != nil && !errors.Is(err, runtime.ErrConflict) {
+		return fmt.Errorf("keep run %s as %q: %w", t.runID, name, err)
+	}
+	return nil
+}
+
 // Run is a run known from its markers.
 type Run struct {
 	// ID is the run id.
@@ -118,21 +137,20 @@ type Run struct {
 	Clusters []string
 	// Markers are its marker volumes.
 	Markers []string
+	// Kept is the name the run is kept under (Tracker.Keep), "" if it is
+	// not kept: a kept run is never reaped unless named.
+	Kept string
 }
 
 // Alive reports whether the run's owner still runs: a process of this
 // host is checked by pid and start time; one of another host is taken as
 // alive for MaxForeignAge.
 func (r Run) Alive() bool {
-	host, pid, start, ok := parseOwner(r.Owner)
-	if !ok {
+	alive, known := runtime.OwnerState(r.Owner)
+	if !known {
 		return time.Since(r.Started) < MaxForeignAge
 	}
-	if h, _ := os.Hostname(); host != h {
-		return time.Since(r.Started) < MaxForeignAge
-	}
-	got, err := processStart(pid)
-	return err == nil && got == start
+	return alive
 }
 
 // Runs lists the runs that have markers in the engine, by id.
@@ -156,7 +174,12 @@ func Runs(ctx context.Context, rt Lister) ([]Run, error) {
 				r.Started = t
 			}
 		}
-		r.Clusters = append(r.Clusters, v.Labels[LabelTrackedCluster])
+		if c := v.Labels[LabelTrackedCluster]; c != "" {
+			r.Clusters = append(r.Clusters, c)
+		}
+		if k := v.Labels[LabelKeep]; k != "" {
+			r.Kept = k
+		}
 		r.Markers = append(r.Markers, v.Name)
 	}
 	slices.Sort(ids)
@@ -219,8 +242,11 @@ type Reaped struct {
 }
 
 // Reap removes everything of the runs whose owner is gone (see
-// Run.Alive), or of the runs in ids whatever their owner's state, and
-// their markers. Runs of live owners are never touched.
+// Run.Alive) and that are not kept (Tracker.Keep), and of the runs in ids
+// (a run id, or the name a kept run was kept under) whatever their
+// owner's state, and their markers; then the objects of unmarked runs
+// (UnmarkedRuns) whose owners are all gone, or that ids names. Runs of
+// live owners and kept runs are never touched unless named.
 func Reap(ctx context.Context, rt Engine, ids ...string) ([]Reaped, error) {
 	runs, err := Runs(ctx, rt)
 	if err != nil {
@@ -228,7 +254,8 @@ func Reap(ctx context.Context, rt Engine, ids ...string) ([]Reaped, error) {
 	}
 	var out []Reaped
 	for _, r := range runs {
-		if !slices.Contains(ids, r.ID) && r.Alive() {
+		named := slices.Contains(ids, r.ID) || (r.Kept != "" && slices.Contains(ids, r.Kept))
+		if !named && (r.Alive() || r.Kept != "") {
 			continue
 		}
 		rep, err := Check(ctx, rt, Selector{RunID: r.ID, Clusters: r.Clusters})
@@ -240,41 +267,22 @@ func Reap(ctx context.Context, rt Engine, ids ...string) ([]Reaped, error) {
 		}
 		out = append(out, Reaped{Run: r, Report: rep, Err: err})
 	}
+	unmarked, err := UnmarkedRuns(ctx, rt)
+	if err != nil {
+		return out, err
+	}
+	for _, u := range unmarked {
+		if !slices.Contains(ids, u.ID) && !u.Gone() {
+			continue
+		}
+		rep, err := Check(ctx, rt, Selector{RunID: u.ID})
+		if err == nil {
+			err = Remove(ctx, rt, rep)
+		}
+		out = append(out, Reaped{Run: Run{ID: u.ID, Owner: strings.Join(u.Owners, ",")}, Report: rep, Err: err})
+	}
 	return out, nil
 }
 
 // selfOwner is this process as LabelOwner spells it.
-func selfOwner() string {
-	host, _ := os.Hostname()
-	start, _ := processStart(os.Getpid())
-	return fmt.Sprintf("%s/%d/%d", host, os.Getpid(), start)
-}
-
-func parseOwner(owner string) (host string, pid int, start uint64, ok bool) {
-	parts := strings.Split(owner, "/")
-	if len(parts) != 3 {
-		return "", 0, 0, false
-	}
-	pid, err1 := strconv.Atoi(parts[1])
-	start, err2 := strconv.ParseUint(parts[2], 10, 64)
-	return parts[0], pid, start, err1 == nil && err2 == nil
-}
-
-// processStart returns a process's start time in clock ticks since boot
-// (field 22 of /proc/<pid>/stat).
-func processStart(pid int) (uint64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) may hold spaces; fields after its ")".
-	i := strings.LastIndexByte(string(data), ')')
-	if i < 0 {
-		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
-	}
-	fields := strings.Fields(string(data[i+1:]))
-	if len(fields) < 20 {
-		return 0, fmt.Errorf("parse /proc/%d/stat", pid)
-	}
-	return strconv.ParseUint(fields[19], 10, 64)
-}
+func selfOwner() string { return runtime.ProcessOwner() }

@@ -2,6 +2,7 @@ package leak
 
 import (
 	"context"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -18,7 +19,7 @@ func TestOwnerLiveness(t *testing.T) {
 		t.Errorf("this process (%s) is not alive", got)
 	}
 	host, _ := os.Hostname()
-	_, _, start, _ := parseOwner(selfOwner())
+	_, _, start, _ := runtime.ParseOwner(selfOwner())
 	for _, owner := range []string{
 		host + "/" + "999999999/1", // no such pid
 		strings.Replace(selfOwner(), "/"+itoa(start), "/"+itoa(start+1), 1), // pid reused by another process
@@ -124,3 +125,73 @@ func TestFinishRunKeepsMarkersOfADirtyRun(t *testing.T) {
 func itoa(u uint64) string { return strconv.FormatUint(u, 10) }
 
 func nowMinus(d time.Duration) time.Time { return time.Now().Add(-d) }
+
+func TestReapUnmarkedRuns(t *testing.T) {
+	ctx := context.Background()
+	f := fake.New()
+	host, _ := os.Hostname()
+	deadOwner := host + "/999999999/1"
+	add := func(name, runID, owner string) {
+		f.AddContainer(fake.Container{ContainerDetails: runtime.ContainerDetails{Name: name,
+			Labels: runtime.RunLabels(runID, "test", map[string]string{runtime.LabelOwner: owner})}})
+	}
+	add("killed-test-a", "killedtest", deadOwner)
+	add("killed-test-b", "killedtest", deadOwner)
+	add("running-test", "livetest", runtime.ProcessOwner())
+	add("in-a-container", "ccmrun", "ccm-pod-xyz/1/1") // another host: cannot tell
+	f.AddContainer(fake.Container{ContainerDetails: runtime.ContainerDetails{Name: "old-harness", Labels: map[string]string{runtime.LabelRunID: "noowner"}}})
+
+	u, err := UnmarkedRuns(ctx, f)
+	if err != nil || len(u) != 4 {
+		t.Fatalf("UnmarkedRuns = %+v, %v", u, err)
+	}
+	gone := map[string]bool{}
+	for _, r := range u {
+		gone[r.ID] = r.Gone()
+	}
+	if want := map[string]bool{"killedtest": true, "livetest": false, "ccmrun": false, "noowner": false}; !maps.Equal(gone, want) {
+		t.Errorf("gone = %v, want %v", gone, want)
+	}
+	reaped, err := Reap(ctx, f)
+	if err != nil || len(reaped) != 1 || reaped[0].Run.ID != "killedtest" || len(reaped[0].Report.Containers) != 2 {
+		t.Fatalf("Reap = %+v, %v", reaped, err)
+	}
+	// Named, a run without owners goes too.
+	if reaped, err := Reap(ctx, f, "noowner"); err != nil || len(reaped) != 1 || reaped[0].Run.ID != "noowner" {
+		t.Errorf("Reap(noowner) = %+v, %v", reaped, err)
+	}
+	left, _ := f.ListContainers(ctx, runtime.Filter{})
+	if len(left) != 2 {
+		t.Errorf("left %d containers, want the live test's and the container-owned one", len(left))
+	}
+}
+
+func TestKeptRunIsReapedOnlyWhenNamed(t *testing.T) {
+	ctx := context.Background()
+	f := fake.New()
+	host, _ := os.Hostname()
+	tr := NewTrackerFor(f, "keptrun", host+"/999999999/1") // its owner is gone
+	if err := tr.Track(ctx, "mgmt-keptrun"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Keep(ctx, "explore"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Keep(ctx, "bad name"); err == nil {
+		t.Error("Keep accepted a name with a space")
+	}
+	f.AddContainer(fake.Container{ContainerDetails: runtime.ContainerDetails{Name: "mgmt-keptrun-control-plane", Labels: map[string]string{runtime.LabelCluster: "mgmt-keptrun"}}})
+	runs, _ := Runs(ctx, f)
+	if len(runs) != 1 || runs[0].Kept != "explore" || !slices.Equal(runs[0].Clusters, []string{"mgmt-keptrun"}) {
+		t.Fatalf("Runs = %+v", runs)
+	}
+	if reaped, err := Reap(ctx, f); err != nil || len(reaped) != 0 {
+		t.Fatalf("Reap reaped a kept run: %+v, %v", reaped, err)
+	}
+	if reaped, err := Reap(ctx, f, "explore"); err != nil || len(reaped) != 1 || len(reaped[0].Report.Containers) != 1 {
+		t.Fatalf("Reap(explore) = %+v, %v", reaped, err)
+	}
+	if runs, _ := Runs(ctx, f); len(runs) != 0 {
+		t.Errorf("markers left: %+v", runs)
+	}
+}

@@ -35,6 +35,9 @@ func RunLabels(runID, component string, extra map[string]string) map[string]stri
 	l := make(map[string]string, len(extra)+2)
 	maps.Copy(l, extra)
 	l[LabelRunID] = runID
+	if _, ok := l[LabelOwner]; !ok {
+		l[LabelOwner] = ProcessOwner()
+	}
 	if component != "" {
 		l[LabelCreatedBy] = component
 	}

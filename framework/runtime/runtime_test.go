@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -36,6 +37,23 @@ func TestRunLabels(t *testing.T) {
 	l := RunLabels("r1", "suite", extra)
 	if l[LabelRunID] != "r1" || l[LabelCreatedBy] != "suite" || l["a"] != "b" {
 		t.Errorf("labels = %v", l)
+	}
+	// The creating process, so that what a killed test left is found.
+	if alive, known := OwnerState(l[LabelOwner]); !alive || !known {
+		t.Errorf("owner %q of this process: alive %v, known %v", l[LabelOwner], alive, known)
+	}
+	if l := RunLabels("r1", "", map[string]string{LabelOwner: "elsewhere/1/1"}); l[LabelOwner] != "elsewhere/1/1" {
+		t.Errorf("an owner given is replaced: %v", l)
+	}
+	host, _ := os.Hostname()
+	for owner, want := range map[string][2]bool{
+		host + "/999999999/1": {false, true},  // no such pid
+		"elsewhere/1/1":       {false, false}, // another host: cannot tell
+		"garbage":             {false, false},
+	} {
+		if alive, known := OwnerState(owner); alive != want[0] || known != want[1] {
+			t.Errorf("OwnerState(%q) = %v, %v; want %v", owner, alive, known, want)
+		}
 	}
 	if extra[LabelRunID] != "overridden" {
 		t.Error("RunLabels modified its argument")
