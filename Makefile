@@ -10,7 +10,7 @@ GINKGO_LABEL_FILTER ?= PR-Blocking
 GINKGO_NODES ?= 1
 export GINKGO_FOCUS GINKGO_SKIP GINKGO_LABEL_FILTER GINKGO_NODES
 
-.PHONY: test test-podman lint images test-images test-e2e test-examples test-registry test-faults clean-e2e
+.PHONY: test test-podman lint images test-images test-e2e test-examples test-registry test-faults clean-e2e up down
 
 test: ## Unit and integration tests (needs a Docker-API engine).
 	scripts/test.sh
@@ -39,7 +39,13 @@ test-registry: ## Publish to a local registry, remove, pull back through the pol
 test-faults: ## Inject faults into real E2E runs (FAULTS=... to choose) and check nothing is left.
 	scripts/test-faults.sh
 
-clean-e2e: ## Remove what killed E2E runs left in the engine (never a live run's).
+clean-e2e: ## Remove what killed E2E runs and tests left in the engine (never a live run's; kept environments only by name: ARGS="-run NAME", or ARGS=-kept).
 	go run ./cmd/capd-e2e-clean $(ARGS)
+
+up: ## A management and a workload cluster left running to explore (NAME, FLAVOR, CONTROL_PLANE_MACHINE_COUNT, WORKER_MACHINE_COUNT, CCM=false); see docs/explore.md.
+	scripts/up.sh
+
+down: ## Remove what `make up` kept (NAME, default explore).
+	scripts/down.sh
 
 include bench/bench.mk

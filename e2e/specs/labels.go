@@ -58,6 +58,10 @@ const (
 	// LabelRuntimeSDK marks specs that drive a runtime extension's hooks
 	// (Cluster API's runtime SDK).
 	LabelRuntimeSDK = "runtime-sdk"
+	// LabelExplore marks the spec `make up` runs: the quick-start's cluster,
+	// kept running with the management cluster (capd-e2e's suite registers
+	// it only when CAPD_E2E_KEEP names the environment).
+	LabelExplore = "explore"
 	// LabelSlow marks specs that take more than about 20 minutes on a CI
 	// machine.
 	LabelSlow = "slow"

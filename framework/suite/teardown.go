@@ -30,7 +30,7 @@ func (e *Environment) Teardown(ctx context.Context) error {
 		errs = append(errs, collectKind(ctx, e.kind, e.Runtime, filepath.Join(e.ArtifactFolder, "clusters", "bootstrap")))
 	}
 	if e.SkipCleanup {
-		errs = append(errs, e.redactArtifacts())
+		errs = append(errs, e.keep(ctx), e.redactArtifacts())
 		return errors.Join(errs...)
 	}
 	if e.BootstrapClusterProxy != nil {

@@ -1,0 +1,91 @@
+package suite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+)
+
+// Environment variables of a kept environment (make up, or a run with
+// SKIP_RESOURCE_CLEANUP).
+const (
+	// EnvKeep names the environment a run with SkipCleanup keeps; if
+	// unset, "run-<run id>". `make clean-e2e` and later runs leave a kept
+	// environment alone until it is named (`make down NAME=...`).
+	EnvKeep = "CAPD_E2E_KEEP"
+	// EnvEnvDir is where a kept environment's kubeconfigs are written:
+	// management.kubeconfig, <cluster>.kubeconfig per workload cluster
+	// (and workload.kubeconfig when there is one), and env.txt.
+	EnvEnvDir = "CAPD_E2E_ENV_DIR"
+)
+
+// keep marks the run as kept, so that no later run and no `make
+// clean-e2e` without its name reaps it, and writes how to reach it into
+// EnvEnvDir.
+func (e *Environment) keep(ctx context.Context) error {
+	if e.tracker == nil {
+		return nil // nothing was created
+	}
+	name := os.Getenv(EnvKeep)
+	if name == "" {
+		name = "run-" + e.RunID
+	}
+	if err := e.tracker.Keep(ctx, name); err != nil {
+		return err
+	}
+	e.log("teardown: kept as %q (SkipCleanup): later runs leave it; `make down NAME=%s` removes it", name, name)
+	dir := os.Getenv(EnvEnvDir)
+	if dir == "" || e.BootstrapClusterProxy == nil {
+		return nil
+	}
+	return e.writeAccess(ctx, name, dir)
+}
+
+// writeAccess writes the kubeconfigs of the management cluster and of
+// every workload cluster it manages, and env.txt, into dir.
+func (e *Environment) writeAccess(ctx context.Context, name, dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(e.BootstrapClusterProxy.GetKubeconfigPath())
+	if err != nil {
+		return fmt.Errorf("the management cluster's kubeconfig: %w", err)
+	}
+	var errs []error
+	write := func(file string, data []byte) {
+		errs = append(errs, os.WriteFile(filepath.Join(dir, file), data, 0o600))
+	}
+	write("management.kubeconfig", data)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	c := e.BootstrapClusterProxy.GetClient()
+	clusters := &clusterv1.ClusterList{}
+	if err := c.List(ctx, clusters); err != nil {
+		return errors.Join(append(errs, fmt.Errorf("list the workload clusters: %w", err))...)
+	}
+	var names []string
+	for _, cl := range clusters.Items {
+		secret := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: cl.Namespace, Name: cl.Name + "-kubeconfig"}, secret); err != nil {
+			errs = append(errs, fmt.Errorf("the kubeconfig of cluster %s/%s: %w", cl.Namespace, cl.Name, err))
+			continue
+		}
+		write(cl.Name+".kubeconfig", secret.Data["value"])
+		names = append(names, cl.Namespace+"/"+cl.Name)
+		if len(clusters.Items) == 1 {
+			write("workload.kubeconfig", secret.Data["value"])
+		}
+	}
+	write("env.txt", []byte(fmt.Sprintf("name=%q\nrun_id=%q\nmanagement_cluster=%q\nclusterctl_config=%q\nartifacts=%q\nworkload_clusters=%q\n",
+		name, e.RunID, e.ManagementClusterName, e.ClusterctlConfigPath, e.ArtifactFolder, strings.Join(names, " "))))
+	return errors.Join(errs...)
+}
