@@ -10,7 +10,7 @@ GINKGO_LABEL_FILTER ?= PR-Blocking
 GINKGO_NODES ?= 1
 export GINKGO_FOCUS GINKGO_SKIP GINKGO_LABEL_FILTER GINKGO_NODES
 
-.PHONY: test test-podman lint images test-images test-e2e test-examples test-registry test-faults clean-e2e up down
+.PHONY: test test-podman lint images test-images test-e2e test-examples test-registry test-faults clean-e2e up down test-explore iterate
 
 test: ## Unit and integration tests (needs a Docker-API engine).
 	scripts/test.sh
@@ -47,5 +47,11 @@ up: ## A management and a workload cluster left running to explore (NAME, FLAVOR
 
 down: ## Remove what `make up` kept (NAME, default explore).
 	scripts/down.sh
+
+test-explore: ## make up, every step of docs/explore.md, make down (NAME, default guide).
+	scripts/test-explore.sh
+
+iterate: ## The inner loop: rebuild changed controllers from CAPI_SOURCE_DIR, load them into `make up`'s cluster, roll them out, run GINKGO_LABEL_FILTER against it.
+	scripts/iterate.sh
 
 include bench/bench.mk

@@ -2,7 +2,7 @@
 # (included by the Makefile). What each measured, and the numbers, are in
 # docs/performance.md.
 
-.PHONY: bench bench-boot bench-kind bench-e2e bench-lb bench-gobuild bench-images bench-scale
+.PHONY: bench bench-boot bench-kind bench-e2e bench-lb bench-gobuild bench-images bench-scale bench-inner-loop
 
 bench: ## Exec latency: our runtime vs the docker CLI, idle and loaded.
 	bench/scripts/exec.sh
@@ -28,3 +28,6 @@ bench-lb: ## A node that starts serving: time to traffic through the cloud provi
 
 bench-scale: ## One quick-start alone, then three at once (GINKGO_NODES=3); BENCH_SCALE_BEYOND="5 7": more until a run fails.
 	bench/scripts/scale.sh
+
+bench-inner-loop: ## Edit → spec green: a full make test-e2e against make iterate on a kept cluster, in one run (CAPI_SOURCE_DIR, ROUNDS).
+	bench/scripts/inner-loop.sh

@@ -7,10 +7,19 @@
 # With --browser, also:
 #   chromium        the run report's test in a real headless browser
 #                   (framework/report), and report.png (scripts/ci-e2e.sh)
+# With --kubectl, when no kubectl is on the PATH:
+#   kubernetes-client  kubectl, for make up, make iterate and docs/explore.md
 set -o errexit -o nounset -o pipefail
 
 pkgs=(busybox-static debootstrap gcc libc6-dev)
-[[ ${1:-} == --browser ]] && pkgs+=(chromium)
+for arg in "$@"; do
+  case $arg in
+  --browser) pkgs+=(chromium) ;;
+  # Debian's kubectl, unless one is on the PATH already.
+  --kubectl) command -v kubectl >/dev/null || pkgs+=(kubernetes-client) ;;
+  *) echo "install-deps: unknown argument $arg" >&2; exit 2 ;;
+  esac
+done
 need=()
 for pkg in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")

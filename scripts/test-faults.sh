@@ -17,6 +17,9 @@
 #   killed-rerun       kill -9 of the whole run during the control-plane wait,
 #                      then a re-run, whose setup removes what the dead run left
 #   concurrent         two quick-starts at once on one engine
+#   artifacts-full     the artifacts folder on a 3 MB tmpfs (root): the job
+#                      fails, still writes its JUnit report, and a failed
+#                      write is not taken for leftovers
 #   bad-clusterclass   a ClusterClass patch that misreads a variable, in a
 #                      copy of the harness: the quick-start fails within
 #                      wait-cluster (1m there), naming the patch, the
@@ -30,7 +33,7 @@ cd "$REPO_ROOT"
 OUT=${ARTIFACTS:-$REPO_ROOT/_artifacts}/faults
 rm -rf "$OUT"
 mkdir -p "$OUT"
-FAULTS=${FAULTS:-bad-config setup-fail interrupt-kind interrupt-nodes interrupt-cp sigint-suite double-interrupt killed-rerun concurrent bad-clusterclass}
+FAULTS=${FAULTS:-bad-config setup-fail artifacts-full interrupt-kind interrupt-nodes interrupt-cp sigint-suite double-interrupt killed-rerun concurrent bad-clusterclass}
 unset SKIP_RESOURCE_CLEANUP CAPD_E2E_INJECT_FAULT GINKGO_FOCUS GINKGO_SKIP
 export GINKGO_LABEL_FILTER="PR-Blocking"
 
@@ -163,6 +166,23 @@ for f in $FAULTS; do
     rc=0; wait "$PID" || rc=$?
     grep -q 'variables.KUBERNETES_VERSION (environment): Invalid value: "v1.35.0" has no build.kubernetes entry' "$OUT/$f/run.log" || rc="$rc, message missing"
     check "$f" "config check (before the engine)" "$rc" fail - localhost/images.log
+    ;;
+  artifacts-full)
+    # The artifacts folder on a 3 MB tmpfs: the job fills it and fails; the
+    # JUnit report must still be written (the reserve ci-e2e.sh keeps), and
+    # a failed write must not read as leftovers.
+    mkdir -p "$OUT/$f/artifacts"
+    mount -t tmpfs -o size=3m capd-e2e-full "$OUT/$f/artifacts"
+    start "$f"
+    rc=0; wait "$PID" || rc=$?
+    if grep -q "left nothing" "$OUT/$f/run.log" && grep -q "the run left objects behind" "$OUT/$f/run.log"; then
+      rc="$rc, leftovers misreported, message missing"
+    fi
+    check "$f" "artifacts folder full (3 MB tmpfs)" "$rc" fail -
+    # Keep what it wrote, off the tmpfs.
+    cp -a "$OUT/$f/artifacts" "$OUT/$f/artifacts-kept" 2>/dev/null || true
+    umount "$OUT/$f/artifacts"
+    rmdir "$OUT/$f/artifacts" && mv "$OUT/$f/artifacts-kept" "$OUT/$f/artifacts"
     ;;
   setup-fail)
     start "$f" CAPD_E2E_INJECT_FAULT="install cert-manager's CRDs"

@@ -12,6 +12,7 @@
 set -o errexit -o nounset -o pipefail
 REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO_ROOT"
+scripts/install-deps.sh --kubectl
 NAME=${NAME:-explore}
 [[ $NAME =~ ^[a-zA-Z0-9][a-zA-Z0-9_.-]*$ ]] || { echo "make up: NAME=$NAME: want letters, digits, '_', '.' or '-'" >&2; exit 2; }
 DIR=$REPO_ROOT/_explore/$NAME
@@ -24,6 +25,7 @@ if hack/tools/bin/capd-e2e-clean -list | grep -q "kept as $NAME)"; then
   exit 1
 fi
 
+export CAPD_E2E_RUN_ID=${CAPD_E2E_RUN_ID:-$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')}
 export CAPD_E2E_KEEP=$NAME CAPD_E2E_ENV_DIR=$DIR SKIP_RESOURCE_CLEANUP=true GINKGO_LABEL_FILTER=explore
 export ARTIFACTS=$DIR/artifacts
 export EXPLORE_FLAVOR=${FLAVOR-topology}
@@ -39,7 +41,7 @@ mkdir -p "$DIR"
 
 if ! scripts/ci-e2e.sh; then
   echo "make up: bringing up \"$NAME\" failed (artifacts: $ARTIFACTS, report: $ARTIFACTS/report.html); removing what it made" >&2
-  hack/tools/bin/capd-e2e-clean -run "$NAME" >&2 || true
+  hack/tools/bin/capd-e2e-clean -run "$NAME,$CAPD_E2E_RUN_ID" >&2 || true
   exit 1
 fi
 

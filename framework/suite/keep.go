@@ -85,7 +85,12 @@ func (e *Environment) writeAccess(ctx context.Context, name, dir string) error {
 			write("workload.kubeconfig", secret.Data["value"])
 		}
 	}
-	write("env.txt", []byte(fmt.Sprintf("name=%q\nrun_id=%q\nmanagement_cluster=%q\nclusterctl_config=%q\nartifacts=%q\nworkload_clusters=%q\n",
-		name, e.RunID, e.ManagementClusterName, e.ClusterctlConfigPath, e.ArtifactFolder, strings.Join(names, " "))))
+	source := ""
+	if e.cfg != nil {
+		source = e.cfg.Build.ClusterAPI.Source
+	}
+	// Shell assignments (make up and make iterate source it).
+	write("env.txt", []byte(fmt.Sprintf("name=%q\nrun_id=%q\nmanagement_cluster=%q\nclusterctl_config=%q\nartifacts=%q\nworkload_clusters=%q\ncapi_source=%q\n",
+		name, e.RunID, e.ManagementClusterName, e.ClusterctlConfigPath, e.ArtifactFolder, strings.Join(names, " "), source)))
 	return errors.Join(errs...)
 }

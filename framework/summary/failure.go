@@ -143,7 +143,9 @@ func (s Summary) FailureText(artifacts []string) string {
 			}
 			b.WriteString("\n")
 		}
-	} else if len(s.Objects) == 0 {
+	} else if len(s.Objects) > 0 {
+		fmt.Fprintf(&b, "conditions: all healthy on %d objects\n", len(s.Objects))
+	} else {
 		b.WriteString("conditions: not recorded (the Cluster did not exist or the management cluster did not answer)\n")
 	}
 	if m := s.UnhealthyMachines(); len(m) > 0 {

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# `make iterate`: the inner loop on a kept environment. With `make up`
+# running (NAME, default explore) from the same CAPI_SOURCE_DIR, it
+# rebuilds the Cluster API controller images from the tree (only those
+# whose inputs changed: make images caches by content), loads the changed
+# ones into the kept management cluster's nodes, restarts the controllers
+# that run them and waits for their rollout, then runs the chosen spec
+# (GINKGO_LABEL_FILTER, default the PR-Blocking quick-start) against that
+# cluster with USE_EXISTING_CLUSTER. Artifacts: _explore/NAME/iterate/<time>.
+set -o errexit -o nounset -o pipefail
+REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$REPO_ROOT"
+scripts/install-deps.sh --kubectl
+NAME=${NAME:-explore}
+DIR=$REPO_ROOT/_explore/$NAME
+log() { printf '[iterate %s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
+die() { echo "make iterate: $*" >&2; exit 2; }
+
+[[ -s $DIR/env.txt ]] || die "no environment \"$NAME\" is up: \`CAPI_SOURCE_DIR=... make up NAME=$NAME\` first"
+[[ -n ${CAPI_SOURCE_DIR:-} ]] || die "CAPI_SOURCE_DIR is unset: the inner loop rebuilds Cluster API's controllers from your tree"
+# shellcheck disable=SC1091
+source "$DIR/env.txt"
+tree=$(realpath "$CAPI_SOURCE_DIR")
+[[ $capi_source == "$tree" ]] || die "\"$NAME\" runs Cluster API from ${capi_source:-its release (no CAPI_SOURCE_DIR)}, not $tree: bring it up with CAPI_SOURCE_DIR=$tree"
+export KUBECONFIG=$DIR/management.kubeconfig
+start=$(date +%s)
+
+# The controllers' images, as the kept cluster runs them.
+mapfile -t deployments < <(kubectl get deployments -A -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name} {.spec.template.spec.containers[*].image}{"\n"}{end}' | grep '/cluster-api/')
+((${#deployments[@]})) || die "no Cluster API controller runs in \"$NAME\""
+declare -A before
+for d in "${deployments[@]}"; do
+  for ref in ${d#* }; do before[$ref]=$(docker image inspect -f '{{.Id}}' "$ref" 2>/dev/null || echo none); done
+done
+
+log "rebuilding Cluster API's controllers from $tree (only what changed)"
+IMAGES_ONLY=cluster-api/core,cluster-api/kubeadm-bootstrap,cluster-api/kubeadm-control-plane,cluster-api/docker \
+  scripts/images.sh >"$DIR/iterate-images.log" 2>&1 || { tail -20 "$DIR/iterate-images.log" >&2; die "the image build failed (log: $DIR/iterate-images.log)"; }
+grep -E 'built in|images:' "$DIR/iterate-images.log" | sed 's/^/  /' || true
+changed=()
+for ref in "${!before[@]}"; do
+  [[ $(docker image inspect -f '{{.Id}}' "$ref") != "${before[$ref]}" ]] && changed+=("$ref")
+done
+log "rebuilt and changed: ${changed[*]:-none}"
+
+if ((${#changed[@]})); then
+  go build -o hack/tools/bin/capd-e2e-load ./cmd/capd-e2e-load
+  hack/tools/bin/capd-e2e-load -cluster "$management_cluster" "${changed[@]}"
+  for d in "${deployments[@]}"; do
+    for ref in "${changed[@]}"; do
+      if [[ " ${d#* } " == *" $ref "* ]]; then
+        ns=${d%%/*} name=${d%% *}; name=${name#*/}
+        kubectl rollout restart deployment -n "$ns" "$name"
+        kubectl rollout status deployment -n "$ns" "$name" --timeout=5m
+      fi
+    done
+  done
+  log "controllers rolled out after $(($(date +%s) - start))s"
+fi
+
+export USE_EXISTING_CLUSTER=true GINKGO_LABEL_FILTER=${GINKGO_LABEL_FILTER:-PR-Blocking}
+export ARTIFACTS=$DIR/iterate/$(date -u +%Y%m%dT%H%M%S)
+log "running \"$GINKGO_LABEL_FILTER\" against \"$NAME\" (artifacts: $ARTIFACTS)"
+rc=0
+scripts/ci-e2e.sh || rc=$?
+log "make iterate: $([[ $rc == 0 ]] && echo passed || echo failed) in $(($(date +%s) - start))s"
+exit "$rc"
