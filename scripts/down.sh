@@ -11,7 +11,7 @@ DIR=$REPO_ROOT/_explore/$NAME
 
 go build -o hack/tools/bin/capd-e2e-clean ./cmd/capd-e2e-clean
 if ! hack/tools/bin/capd-e2e-clean -list | grep -q "kept as $NAME)"; then
-  kept=$(hack/tools/bin/capd-e2e-clean -list | grep -o 'kept as [^)]*' | sed 's/kept as //' | tr '\n' ' ')
+  kept=$(hack/tools/bin/capd-e2e-clean -list | { grep -o 'kept as [^)]*' || true; } | sed 's/kept as //' | tr '\n' ' ')
   echo "make down: no environment \"$NAME\" is up; nothing removed.${kept:+ Kept environments: ${kept}(make down NAME=<name>).}"
   rm -f "$DIR"/*.kubeconfig "$DIR/env.txt"
   exit 0
