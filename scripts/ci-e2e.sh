@@ -174,7 +174,7 @@ log "suite finished with exit code $rc after $(( $(date +%s) - start ))s in all"
 # A copy into the artifacts that may fail (a full folder) without being
 # taken for anything else.
 keep() { # $1: file, $2: name under ARTIFACTS
-  cp "$1" "$ARTIFACTS/$2" 2>/dev/null || { rm -f "$ARTIFACTS/$2"; log "could not write $2 into the artifacts (is the folder full?); it is printed above"; }
+  { cp "$1" "$ARTIFACTS/$2" && chmod 644 "$ARTIFACTS/$2"; } 2>/dev/null || { rm -f "$ARTIFACTS/$2"; log "could not write $2 into the artifacts (is the folder full?); it is printed above"; }
 }
 
 if [[ $SKIP_RESOURCE_CLEANUP != true ]]; then

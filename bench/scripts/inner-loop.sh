@@ -7,7 +7,7 @@
 #   inner    `make up` once (not timed: the loop's fixed cost, reported),
 #            then the edit, then `make iterate` (rebuild what changed, load,
 #            roll out, the same spec against the kept cluster).
-# Each round's edit is a new line in the core controller's main.go, so that
+# Each round's edit is a new line in the core manager's main.go, so that
 # both sides rebuild the core image. ROUNDS (default 1) rounds; GINKGO_LABEL_FILTER
 # as make test-e2e (default PR-Blocking). Results: ARTIFACTS/bench-inner-loop/results.md.
 set -o errexit -o nounset -o pipefail
@@ -20,8 +20,12 @@ rm -rf "$OUT"; mkdir -p "$OUT"
 tree=$(mktemp -d)/cluster-api
 cp -a "$(realpath "$CAPI_SOURCE_DIR")" "$tree"
 export CAPI_SOURCE_DIR=$tree NAME=bench-inner-loop
+# The core manager's main package: core/ from v1.14, the root before.
+CORE_MAIN=core/main.go
+[[ -f $tree/$CORE_MAIN ]] || CORE_MAIN=main.go
+[[ -f $tree/$CORE_MAIN ]] || { echo "bench-inner-loop: no core main.go in $tree" >&2; exit 2; }
 log() { printf '[bench-inner-loop %s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
-edit() { printf '\n// bench-inner-loop edit %s\n' "$(date +%s%N)" >>"$tree/main.go"; }
+edit() { printf '\n// bench-inner-loop edit %s\n' "$(date +%s%N)" >>"$tree/$CORE_MAIN"; }
 
 trap 'scripts/down.sh >/dev/null 2>&1 || true; rm -rf "$(dirname "$tree")"' EXIT
 t=$(date +%s)

@@ -51,16 +51,20 @@ func (r Run) Title() string {
 // Summary is the page's description: the failing phase, or that all
 // passed.
 func (r Run) Summary() string {
-	failed := 0
+	failed, total := 0, 0
 	for _, s := range r.Specs {
+		if s.SuiteNode {
+			continue
+		}
+		total++
 		if s.Failed {
 			failed++
 		}
 	}
 	if r.Failing != "" {
-		return fmt.Sprintf("%d of %d failed; first: %s", failed, len(r.Specs), r.Failing)
+		return fmt.Sprintf("%d of %d specs failed; first: %s", failed, total, r.Failing)
 	}
-	return fmt.Sprintf("all %d passed in %s", len(r.Specs), roundDuration(r.Duration))
+	return fmt.Sprintf("all %d specs passed in %s", total, roundDuration(r.Duration))
 }
 
 // href is a link to an artifact, relative to the report, each segment

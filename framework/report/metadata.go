@@ -24,6 +24,9 @@ func Metadata(run Run) map[string]string {
 	maps.Copy(m, run.Versions)
 	failed, total := 0, 0
 	for _, s := range run.Specs {
+		if s.SuiteNode {
+			continue // setup and teardown: not specs
+		}
 		total++
 		if s.Failed {
 			failed++

@@ -93,6 +93,8 @@ type Spec struct {
 	// Name is the spec's full text, or the node type for a suite node.
 	Name   string
 	Labels []string
+	// SuiteNode is set for setup and teardown (not a spec of the suite).
+	SuiteNode bool
 	// State is Ginkgo's: passed, failed, interrupted, timedout...
 	State    string
 	Failed   bool
@@ -183,12 +185,13 @@ func (s Spec) failingPhase() string {
 
 func buildSpec(root string, sr types.SpecReport) Spec {
 	s := Spec{
-		Name:     sr.FullText(),
-		Labels:   sr.Labels(),
-		State:    sr.State.String(),
-		Failed:   sr.Failed(),
-		Start:    sr.StartTime,
-		Duration: sr.RunTime,
+		Name:      sr.FullText(),
+		Labels:    sr.Labels(),
+		SuiteNode: sr.LeafNodeType != types.NodeTypeIt,
+		State:     sr.State.String(),
+		Failed:    sr.Failed(),
+		Start:     sr.StartTime,
+		Duration:  sr.RunTime,
 	}
 	if s.Name == "" {
 		s.Name = "[" + sr.LeafNodeType.String() + "]"

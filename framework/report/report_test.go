@@ -141,7 +141,7 @@ func TestMetadata(t *testing.T) {
 	want := map[string]string{
 		MetaRunID:             "abc123",
 		MetaResult:            "FAILED",
-		MetaFailedSpecs:       "1 of 2",
+		MetaFailedSpecs:       "1 of 1",
 		MetaFailingPhase:      "When following the Cluster API quick-start Should create a workload cluster: " + failedPhase,
 		"cluster-api-version": "v1.14.2",
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/capd-e2e/capd-e2e/framework/cni"
 	"github.com/capd-e2e/capd-e2e/framework/config"
+	"github.com/capd-e2e/capd-e2e/internal/catch"
 )
 
 // CreateInput is the input of Create.
@@ -64,7 +65,7 @@ func Create(ctx context.Context, in CreateInput) (string, error) {
 		}
 	}
 	var path string
-	err := catch(func() {
+	err := catch.Run(func() {
 		cin := clusterctl.CreateRepositoryInput{E2EConfig: in.E2EConfig, RepositoryFolder: in.RepositoryDir}
 		cin.RegisterClusterResourceSetConfigMapTransformation(manifest, "CNI_RESOURCES")
 		path = clusterctl.CreateRepository(ctx, cin)
@@ -76,16 +77,4 @@ func Create(ctx context.Context, in CreateInput) (string, error) {
 		return "", err
 	}
 	return path, nil
-}
-
-// catch runs f, which may fail the way upstream's helpers do (a Gomega
-// assertion, i.e. a panic under Ginkgo), and returns that as an error.
-func catch(f func()) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%v", p)
-		}
-	}()
-	f()
-	return nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
 	"github.com/capd-e2e/capd-e2e/framework/summary"
+	"github.com/capd-e2e/capd-e2e/internal/catch"
 	"github.com/capd-e2e/capd-e2e/internal/fault"
 )
 
@@ -401,7 +402,7 @@ func (s *setup) clusterctlInit(ctx context.Context) error {
 	env := s.env
 	watchCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	env.stopWatches = cancel
-	return catch(func() {
+	return catch.Run(func() {
 		controllerlogs.InitAndWatch(watchCtx, clusterctl.InitManagementClusterAndWatchControllerLogsInput{
 			ClusterProxy:              env.BootstrapClusterProxy,
 			ClusterctlConfigPath:      env.ClusterctlConfigPath,
@@ -469,16 +470,4 @@ func (s *setup) checkWebhooks(ctx context.Context) error {
 // prefixed returns log with prefix before every format.
 func prefixed(log func(string, ...any), prefix string) func(string, ...any) {
 	return func(format string, args ...any) { log(prefix+format, args...) }
-}
-
-// catch runs f, which may fail the way upstream's helpers do (a Gomega
-// assertion, i.e. a panic under Ginkgo), and returns that as an error.
-func catch(f func()) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%v", p)
-		}
-	}()
-	f()
-	return nil
 }
