@@ -111,8 +111,11 @@ func TestJUnitSetupFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	tc := readJUnit(t, root).TestSuites[0].TestCases[0]
-	if tc.Failure == nil || !strings.HasPrefix(tc.Failure.Description, "suite setup failed in phase: create the kind cluster") {
+	if tc.Failure == nil || !strings.HasPrefix(tc.Failure.Description, "suite setup failed in phase: create the kind cluster (failed after 30s)\n  kind: node did not boot\n") {
 		t.Fatalf("setup failure: %+v", tc.Failure)
+	}
+	if strings.Contains(tc.Failure.Description, "conditions:") {
+		t.Errorf("setup has no cluster, yet its failure speaks of conditions:\n%s", tc.Failure.Description)
 	}
 	var meta map[string]string
 	data, _ = os.ReadFile(filepath.Join(root, MetadataFile))

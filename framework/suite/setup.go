@@ -68,6 +68,9 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 	// Its phases as a spec's: the suite's report shows setup's timeline,
 	// and its failing phase in the JUnit failure.
 	s.summary = summary.New(SetupSummarySpec, filepath.Join(s.env.ArtifactFolder, SetupSummaryDir))
+	// Where the management cluster's logs go (the proxy's name), for the
+	// report's links.
+	s.summary.Set("management cluster", "bootstrap")
 	defer func() {
 		if err := s.summary.Write(); err != nil {
 			log("setup: %v", err)

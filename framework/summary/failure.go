@@ -113,7 +113,7 @@ func (s Summary) FailureText(artifacts []string) string {
 	for _, p := range s.Phases {
 		if p.Name == s.Failure.Phase {
 			fmt.Fprintf(&b, " (%s after %s)", p.Result, round(p.Duration))
-			if p.Error != "" && p.Error != s.Failure.Message && p.Error != AbortedMessage {
+			if p.Error != "" && p.Error != AbortedMessage {
 				fmt.Fprintf(&b, "\n  %s", clip(oneLine(p.Error), 2*maxMessage))
 			}
 			break
@@ -145,7 +145,7 @@ func (s Summary) FailureText(artifacts []string) string {
 		}
 	} else if len(s.Objects) > 0 {
 		fmt.Fprintf(&b, "conditions: all healthy on %d objects\n", len(s.Objects))
-	} else {
+	} else if s.Attribute("cluster") != "" {
 		b.WriteString("conditions: not recorded (the Cluster did not exist or the management cluster did not answer)\n")
 	}
 	if m := s.UnhealthyMachines(); len(m) > 0 {
