@@ -219,6 +219,9 @@ func TestEnsureLoadBalancerLifecycle(t *testing.T) {
 		docker.LabelCluster:    "c1",
 		docker.LabelService:    "default/web",
 		docker.LabelServiceUID: string(svc.UID),
+		// The process that created it (here the test; in a cluster the
+		// manager in its container, which make clean-e2e cannot check).
+		runtime.LabelOwner: runtime.ProcessOwner(),
 	}
 	if spec.Name != name || spec.Image != lbImage || spec.Network != "kind" || !maps.Equal(spec.Labels, wantLabels) {
 		t.Errorf("container spec = %+v, want name %q, image %q, network kind, labels %v", spec, name, lbImage, wantLabels)
