@@ -13,7 +13,9 @@ func TestRun(t *testing.T) {
 	if err := Run(func() {}); err != nil {
 		t.Errorf("no failure: %v", err)
 	}
-	err := Run(func() { Expect(errors.New("write x: no space left on device")).To(Succeed(), "Failed to write manifest") })
+	err := Run(func() {
+		Expect(errors.New("write x: no space left on device")).To(Succeed(), "Failed to write manifest")
+	})
 	if err == nil || !strings.Contains(err.Error(), "Failed to write manifest") || !strings.Contains(err.Error(), "no space left on device") {
 		t.Errorf("Gomega failure: error = %v, want its message", err)
 	}
