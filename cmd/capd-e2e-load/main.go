@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/capd-e2e/capd-e2e/framework/bootstrap"
-	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
 )
 
@@ -51,19 +50,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	defer rt.Close()
-	cs, err := rt.ListContainers(ctx, runtime.Filter{Labels: map[string]string{runtime.LabelCluster: *cluster}})
+	nodes, err := bootstrap.Nodes(ctx, rt, *cluster)
 	if err != nil {
-		fmt.Fprintln(stderr, "capd-e2e-load:", err)
-		return 1
-	}
-	var nodes []string
-	for _, c := range cs {
-		if c.Labels[runtime.LabelRole] != "external-load-balancer" {
-			nodes = append(nodes, c.Name)
-		}
-	}
-	if len(nodes) == 0 {
-		fmt.Fprintf(stderr, "capd-e2e-load: kind cluster %q has no node containers (is it up?)\n", *cluster)
+		fmt.Fprintf(stderr, "capd-e2e-load: %v (is it up?)\n", err)
 		return 1
 	}
 	start := time.Now()

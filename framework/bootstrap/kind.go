@@ -271,16 +271,30 @@ func (k *KindCluster) containerdAnswers(ctx context.Context, nodes []string) boo
 
 // Nodes returns the names of the cluster's node containers.
 func (k *KindCluster) Nodes(ctx context.Context) ([]string, error) {
-	cs, err := k.rt.ListContainers(ctx, runtime.Filter{Labels: map[string]string{runtime.LabelCluster: k.Name}})
+	return Nodes(ctx, k.rt, k.Name)
+}
+
+// NodeLister is what Nodes needs of the engine.
+type NodeLister interface {
+	ListContainers(ctx context.Context, f runtime.Filter) ([]runtime.Container, error)
+}
+
+// Nodes returns the names of the node containers of kind cluster name, a
+// running one too (make iterate loads images into `make up`'s): the
+// containers with its cluster label, an external load balancer aside.
+func Nodes(ctx context.Context, rt NodeLister, name string) ([]string, error) {
+	cs, err := rt.ListContainers(ctx, runtime.Filter{Labels: map[string]string{runtime.LabelCluster: name}})
 	if err != nil {
-		return nil, fmt.Errorf("list nodes of kind cluster %q: %w", k.Name, err)
+		return nil, fmt.Errorf("list nodes of kind cluster %q: %w", name, err)
 	}
 	names := make([]string, 0, len(cs))
 	for _, c := range cs {
-		names = append(names, c.Name)
+		if c.Labels[runtime.LabelRole] != "external-load-balancer" {
+			names = append(names, c.Name)
+		}
 	}
 	if len(names) == 0 {
-		return nil, fmt.Errorf("kind cluster %q has no node containers", k.Name)
+		return nil, fmt.Errorf("kind cluster %q has no node containers", name)
 	}
 	return names, nil
 }

@@ -258,10 +258,7 @@ func Reap(ctx context.Context, rt Engine, ids ...string) ([]Reaped, error) {
 		if !named && (r.Alive() || r.Kept != "") {
 			continue
 		}
-		rep, err := Check(ctx, rt, Selector{RunID: r.ID, Clusters: r.Clusters})
-		if err == nil {
-			err = Remove(ctx, rt, rep)
-		}
+		rep, err := checkAndRemove(ctx, rt, Selector{RunID: r.ID, Clusters: r.Clusters})
 		if err == nil {
 			err = removeMarkers(ctx, rt, r.ID)
 		}
@@ -275,13 +272,19 @@ func Reap(ctx context.Context, rt Engine, ids ...string) ([]Reaped, error) {
 		if !slices.Contains(ids, u.ID) && !u.Gone() {
 			continue
 		}
-		rep, err := Check(ctx, rt, Selector{RunID: u.ID})
-		if err == nil {
-			err = Remove(ctx, rt, rep)
-		}
+		rep, err := checkAndRemove(ctx, rt, Selector{RunID: u.ID})
 		out = append(out, Reaped{Run: Run{ID: u.ID, Owner: strings.Join(u.Owners, ",")}, Report: rep, Err: err})
 	}
 	return out, nil
+}
+
+// checkAndRemove removes what sel selects and returns what that was.
+func checkAndRemove(ctx context.Context, rt Engine, sel Selector) (Report, error) {
+	rep, err := Check(ctx, rt, sel)
+	if err == nil {
+		err = Remove(ctx, rt, rep)
+	}
+	return rep, err
 }
 
 // selfOwner is this process as LabelOwner spells it.
