@@ -15,7 +15,9 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -34,6 +36,11 @@ type Runtime interface {
 	// Info describes the engine: its name, version, API version and the
 	// endpoint it was reached at. It is a cheap way to check the engine is up.
 	Info(ctx context.Context) (EngineInfo, error)
+
+	// Events returns the engine's events between since and until (both
+	// required: the call does not follow), oldest first: what a failed
+	// job's artifacts keep of the engine's side (docker events).
+	Events(ctx context.Context, since, until time.Time) ([]Event, error)
 
 	// Close releases the connection to the engine. The Runtime must not be
 	// used afterwards.
@@ -105,6 +112,9 @@ type Images interface {
 	// InspectImage returns an image's ID, tags, labels and size. It returns an
 	// error wrapping ErrNotFound when the engine does not have it.
 	InspectImage(ctx context.Context, ref string) (Image, error)
+
+	// ListImages returns every tagged image the engine stores.
+	ListImages(ctx context.Context) ([]Image, error)
 
 	// SaveImages streams a docker-archive tar holding refs, for LoadImages or
 	// `ctr images import`. The caller must close it.
@@ -323,6 +333,19 @@ type Volume struct {
 	Labels map[string]string
 }
 
+// Event is one of the engine's events.
+type Event struct {
+	Time time.Time
+	// Type is what it concerns (container, image, network, volume).
+	Type string
+	// Action is what happened (create, start, die, oom, destroy, ...).
+	Action string
+	// ID is the object's ID; Attributes carries its name, image, exit
+	// code, labels.
+	ID         string
+	Attributes map[string]string
+}
+
 // EngineInfo describes the engine a Runtime talks to.
 type EngineInfo struct {
 	// Endpoint is where the engine was reached, e.g. unix:///var/run/docker.sock.
@@ -340,4 +363,30 @@ type EngineInfo struct {
 	MemTotal      int64
 	// Rootless is true when the engine runs without root.
 	Rootless bool
+	// Podman is true when the engine is Podman's Docker-compatible service
+	// (its version lists a "Podman Engine" component): its Version is
+	// Podman's (4.3.1), not a Docker version.
+	Podman bool
+}
+
+// SocketPath returns the host path of the engine's unix socket, the one a
+// container that talks to the engine (CAPD, the cloud-controller-manager)
+// must have mounted: /var/run/docker.sock for a default Docker,
+// /run/podman/podman.sock for a rootful Podman service. It fails for an
+// engine not reached through a unix socket (tcp://, ssh://), whose socket
+// cannot be mounted.
+func (i EngineInfo) SocketPath() (string, error) {
+	path, ok := strings.CutPrefix(i.Endpoint, "unix://")
+	if !ok || path == "" {
+		return "", fmt.Errorf("engine at %q is not reached through a unix socket: CAPD and the cloud-controller-manager need one to mount", i.Endpoint)
+	}
+	return path, nil
+}
+
+// Product names the engine for messages: "Podman 4.3.1", "Docker 29.1.3".
+func (i EngineInfo) Product() string {
+	if i.Podman {
+		return "Podman " + i.Version
+	}
+	return "Docker " + i.Version
 }

@@ -92,3 +92,27 @@ func TestOutput(t *testing.T) {
 		t.Errorf("Output error = %v", err)
 	}
 }
+
+func TestEngineInfoSocketPath(t *testing.T) {
+	for _, tc := range []struct {
+		endpoint, want string
+		ok             bool
+	}{
+		{"unix:///var/run/docker.sock", "/var/run/docker.sock", true},
+		{"unix:///run/podman/podman.sock", "/run/podman/podman.sock", true},
+		{"tcp://10.0.0.1:2376", "", false},
+		{"unix://", "", false},
+		{"", "", false},
+	} {
+		got, err := EngineInfo{Endpoint: tc.endpoint}.SocketPath()
+		if got != tc.want || (err == nil) != tc.ok {
+			t.Errorf("SocketPath(%q) = %q, %v; want %q, ok %v", tc.endpoint, got, err, tc.want, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), tc.endpoint) {
+			t.Errorf("SocketPath(%q) error %q does not name the endpoint", tc.endpoint, err)
+		}
+	}
+	if p := (EngineInfo{Podman: true, Version: "4.3.1"}).Product(); p != "Podman 4.3.1" {
+		t.Errorf("Product = %q", p)
+	}
+}

@@ -67,6 +67,8 @@ type Runtime struct {
 
 	// InfoResult is returned by Info.
 	InfoResult runtime.EngineInfo
+	// EventsResult are the engine's events, for Events.
+	EventsResult []runtime.Event
 }
 
 // New returns an empty fake runtime.
@@ -199,6 +201,33 @@ func (f *Runtime) Close() error {
 	defer f.mu.Unlock()
 	f.closed = true
 	return nil
+}
+
+// Info implements runtime.Runtime: it returns InfoResult.
+func (f *Runtime) Info(context.Context) (runtime.EngineInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("Info"); err != nil {
+		return runtime.EngineInfo{}, err
+	}
+	return f.InfoResult, nil
+}
+
+// Events implements runtime.Runtime: EventsResult's events between since
+// and until.
+func (f *Runtime) Events(_ context.Context, since, until time.Time) ([]runtime.Event, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("Events"); err != nil {
+		return nil, err
+	}
+	var out []runtime.Event
+	for _, e := range f.EventsResult {
+		if !e.Time.Before(since) && !e.Time.After(until) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }
 
 // ListContainers implements runtime.Containers.
@@ -412,6 +441,24 @@ func (f *Runtime) InspectImage(_ context.Context, ref string) (runtime.Image, er
 		return runtime.Image{}, fmt.Errorf("inspect image %q: %w", ref, runtime.ErrNotFound)
 	}
 	return img, nil
+}
+
+// ListImages implements runtime.Images: each image once, in tag order.
+func (f *Runtime) ListImages(context.Context) ([]runtime.Image, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.record("ListImages"); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []runtime.Image
+	for _, ref := range slices.Sorted(maps.Keys(f.images)) {
+		if img := f.images[ref]; !seen[img.ID] {
+			seen[img.ID] = true
+			out = append(out, img)
+		}
+	}
+	return out, nil
 }
 
 // SaveImages implements runtime.Images; the archive lists the refs, one per

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
@@ -25,6 +26,19 @@ func (r *Runtime) InspectImage(ctx context.Context, ref string) (runtime.Image, 
 		img.Labels = res.Config.Labels
 	}
 	return img, nil
+}
+
+// ListImages implements runtime.Images.
+func (r *Runtime) ListImages(ctx context.Context) ([]runtime.Image, error) {
+	res, err := r.c.ImageList(ctx, client.ImageListOptions{})
+	if err != nil {
+		return nil, r.wrap(err, "list images")
+	}
+	out := make([]runtime.Image, 0, len(res.Items))
+	for _, s := range res.Items {
+		out = append(out, runtime.Image{ID: s.ID, RepoTags: s.RepoTags, Labels: s.Labels, Size: s.Size, Created: time.Unix(s.Created, 0)})
+	}
+	return out, nil
 }
 
 // SaveImages implements runtime.Images.

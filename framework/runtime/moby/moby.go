@@ -15,7 +15,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -160,7 +162,38 @@ func (r *Runtime) Info(ctx context.Context) (runtime.EngineInfo, error) {
 		NCPU:          i.NCPU,
 		MemTotal:      i.MemTotal,
 		Rootless:      rootless,
+		Podman:        r.podman,
 	}, nil
+}
+
+// Events implements runtime.Runtime.
+func (r *Runtime) Events(ctx context.Context, since, until time.Time) ([]runtime.Event, error) {
+	if until.Before(since) {
+		return nil, fmt.Errorf("engine events: until %s is before since %s", until, since)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	res := r.c.Events(ctx, client.EventsListOptions{
+		Since: strconv.FormatInt(since.Unix(), 10),
+		// The engine ends the stream at until (whole seconds: round up).
+		Until: strconv.FormatInt(until.Add(time.Second-1).Unix(), 10),
+	})
+	var out []runtime.Event
+	for {
+		select {
+		case m := <-res.Messages:
+			t := time.Unix(0, m.TimeNano)
+			if m.TimeNano == 0 {
+				t = time.Unix(m.Time, 0)
+			}
+			out = append(out, runtime.Event{Time: t, Type: string(m.Type), Action: string(m.Action), ID: m.Actor.ID, Attributes: m.Actor.Attributes})
+		case err := <-res.Err:
+			if err == nil || errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return out, r.wrap(err, "engine events")
+		}
+	}
 }
 
 // wrap turns a client error into one that names what was being done and

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -447,4 +448,65 @@ func TestIntegrationNoDaemon(t *testing.T) {
 			t.Errorf("took %s with a 2s timeout", elapsed)
 		}
 	})
+}
+
+func TestIntegrationEvents(t *testing.T) {
+	r := newRuntime(t)
+	ctx := ctxFor(t, time.Minute)
+	since := time.Now().Add(-time.Second)
+	runID := runtime.NewRunID()
+	name := startTestContainer(t, r, runID, nil)
+	if err := r.Kill(ctx, name, "KILL"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Wait(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := r.Events(ctx, since, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, e := range evs {
+		if e.Type == "container" && e.Attributes["name"] == name {
+			actions = append(actions, e.Action)
+			if e.Time.Before(since.Add(-time.Second)) {
+				t.Errorf("event %+v is older than since %s", e, since)
+			}
+		}
+	}
+	for _, want := range []string{"create", "start", "die"} {
+		if !slices.Contains(actions, want) {
+			t.Errorf("events of %s: %v; want %q among them", name, actions, want)
+		}
+	}
+	if _, err := r.Events(ctx, time.Now(), time.Now().Add(-time.Minute)); err == nil {
+		t.Error("Events with until before since: no error")
+	}
+}
+
+func TestIntegrationListImages(t *testing.T) {
+	r := newRuntime(t)
+	ctx := ctxFor(t, time.Minute)
+	ref, err := runtimetest.EnsureImage(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := r.InspectImage(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imgs, err := r.ListImages(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, img := range imgs {
+		if img.ID == want.ID {
+			if !slices.ContainsFunc(img.RepoTags, func(tag string) bool { return strings.HasSuffix(tag, ref) }) {
+				t.Errorf("listed %s with tags %v; want %s among them", img.ID, img.RepoTags, ref)
+			}
+			return
+		}
+	}
+	t.Errorf("ListImages (%d images) lacks the test image %s (%s)", len(imgs), ref, want.ID)
 }
