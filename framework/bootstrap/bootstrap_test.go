@@ -2,6 +2,7 @@ package bootstrap
 
 import (
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"sync"
@@ -109,5 +110,38 @@ func TestKindOptionsValidate(t *testing.T) {
 	}
 	if _, err := CreateKind(context.Background(), KindOptions{Name: "x", NodeImage: "kindest/node:v0", Runtime: fake.New()}); err == nil || !strings.Contains(err.Error(), "kindest/node:v0") {
 		t.Errorf("missing node image: %v", err)
+	}
+}
+
+func TestKindProviderFollowsTheEngine(t *testing.T) {
+	found := func(string) (string, error) { return "/usr/bin/podman", nil }
+	missing := func(string) (string, error) { return "", errors.New("executable file not found in $PATH") }
+	docker := runtime.EngineInfo{Endpoint: "unix:///var/run/docker.sock", Version: "29.1.3"}
+	podman := runtime.EngineInfo{Endpoint: "unix:///run/podman/podman.sock", Version: "4.3.1", Podman: true}
+
+	if p, err := kindProvider(docker, missing); err != nil || p == nil {
+		t.Errorf("Docker: %v, %v; want kind's Docker provider, no podman CLI needed", p, err)
+	}
+	if p, err := kindProvider(podman, found); err != nil || p == nil {
+		t.Errorf("Podman: %v, %v; want kind's Podman provider", p, err)
+	}
+	_, err := kindProvider(podman, missing)
+	if err == nil || !strings.Contains(err.Error(), "podman CLI") || !strings.Contains(err.Error(), "Podman 4.3.1") {
+		t.Errorf("Podman without its CLI: %v; want an error naming the missing podman CLI and the engine", err)
+	}
+	rootless := podman
+	rootless.Rootless = true
+	if _, err := kindProvider(rootless, found); err == nil || !strings.Contains(err.Error(), "rootless") {
+		t.Errorf("rootless Podman: %v; want an error saying rootless is not supported", err)
+	}
+}
+
+func TestCreateKindRefusesAnEngineWithoutSocketToMount(t *testing.T) {
+	rt := fake.New()
+	rt.AddImage(runtime.Image{ID: "sha256:n", RepoTags: []string{"kindest/node:v0"}})
+	rt.InfoResult.Endpoint = "tcp://10.0.0.1:2376"
+	_, err := CreateKind(context.Background(), KindOptions{Name: "x", NodeImage: "kindest/node:v0", Runtime: rt, MountDockerSocket: true})
+	if err == nil || !strings.Contains(err.Error(), "tcp://10.0.0.1:2376") {
+		t.Errorf("CreateKind on a tcp engine with MountDockerSocket = %v; want an error naming the endpoint", err)
 	}
 }

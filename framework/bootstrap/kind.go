@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -34,8 +35,10 @@ type KindOptions struct {
 	NodeImage string
 	// Workers is the number of worker nodes besides the control plane.
 	Workers int
-	// MountDockerSocket mounts the host's /var/run/docker.sock into the
-	// control-plane node, which CAPD needs to create machines.
+	// MountDockerSocket mounts the engine's socket (the unix socket Runtime
+	// talks to: /var/run/docker.sock for Docker, /run/podman/podman.sock
+	// for a rootful Podman service) at /var/run/docker.sock in the
+	// control-plane node, where CAPD looks for it to create machines.
 	MountDockerSocket bool
 	// KubeconfigPath is where the kubeconfig is written. If empty, a file in
 	// os.TempDir().
@@ -82,6 +85,7 @@ type Engine interface {
 	ImageLoader
 	logs.Engine
 	RemoveContainer(ctx context.Context, nameOrID string) error
+	Info(ctx context.Context) (runtime.EngineInfo, error)
 }
 
 var _ Engine = runtime.Runtime(nil)
@@ -126,9 +130,21 @@ func CreateKind(ctx context.Context, o KindOptions) (*KindCluster, error) {
 		o.WaitForReady = 5 * time.Minute
 	}
 
+	engine, err := o.Runtime.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("create kind cluster %q: %w", o.Name, err)
+	}
+	providerOpt, err := kindProvider(engine, exec.LookPath)
+	if err != nil {
+		return nil, fmt.Errorf("create kind cluster %q: %w", o.Name, err)
+	}
 	cfg := &v1alpha4.Cluster{Nodes: []v1alpha4.Node{{Role: v1alpha4.ControlPlaneRole}}}
 	if o.MountDockerSocket {
-		cfg.Nodes[0].ExtraMounts = append(cfg.Nodes[0].ExtraMounts, v1alpha4.Mount{HostPath: "/var/run/docker.sock", ContainerPath: "/var/run/docker.sock"})
+		socket, err := engine.SocketPath()
+		if err != nil {
+			return nil, fmt.Errorf("create kind cluster %q: mount the engine's socket: %w", o.Name, err)
+		}
+		cfg.Nodes[0].ExtraMounts = append(cfg.Nodes[0].ExtraMounts, v1alpha4.Mount{HostPath: socket, ContainerPath: "/var/run/docker.sock"})
 	}
 	for range o.Workers {
 		cfg.Nodes = append(cfg.Nodes, v1alpha4.Node{Role: v1alpha4.WorkerRole})
@@ -139,9 +155,9 @@ func CreateKind(ctx context.Context, o KindOptions) (*KindCluster, error) {
 	}
 	v1alpha4.SetDefaultsCluster(cfg)
 
-	// kind's docker provider runs the docker CLI itself; that is kind's
-	// business, everything the harness does goes through o.Runtime.
-	provider := kind.NewProvider(kind.ProviderWithDocker(), kind.ProviderWithLogger(kindcmd.NewLogger()))
+	// kind's providers run the docker or podman CLI themselves; that is
+	// kind's business, everything the harness does goes through o.Runtime.
+	provider := kind.NewProvider(providerOpt, kind.ProviderWithLogger(kindcmd.NewLogger()))
 	k := &KindCluster{Name: o.Name, KubeconfigPath: o.KubeconfigPath, provider: provider, rt: o.Runtime}
 
 	created := make(chan error, 1)
@@ -167,7 +183,6 @@ func CreateKind(ctx context.Context, o KindOptions) (*KindCluster, error) {
 		loaded = make(chan error, 1)
 		go func() { loaded <- k.loadWhileCreating(loadCtx, 1+o.Workers, o.Images) }()
 	}
-	var err error
 	select {
 	case err = <-created:
 	case <-ctx.Done():
@@ -212,6 +227,33 @@ func CreateKind(ctx context.Context, o KindOptions) (*KindCluster, error) {
 		return nil, fmt.Errorf("create kind cluster %q from %s: %w", o.Name, o.NodeImage, err)
 	}
 	return k, nil
+}
+
+// kindProvider picks kind's provider for the engine Runtime talks to: its
+// Podman provider for Podman's service, its Docker provider otherwise.
+// Both shell out to their CLI, which must reach the same engine: the
+// docker CLI follows DOCKER_HOST like our client; the podman CLI talks to
+// the local Podman (rootful: the store the rootful service serves), so a
+// remote Podman cannot host the management cluster.
+//
+// Why kind's provider and not the node created through our runtime: kind's
+// create steps (config, kubeadm init, CNI, storage class, kubeconfig) live
+// in its internal packages and run through its provider's node type, which
+// cannot be replaced from outside; creating the node ourselves would mean
+// rewriting and maintaining those steps for each kind release. The cost of
+// this choice: the management cluster's node container is made by a second
+// client (the CLI), which must be installed beside the engine.
+func kindProvider(engine runtime.EngineInfo, lookPath func(string) (string, error)) (kind.ProviderOption, error) {
+	if !engine.Podman {
+		return kind.ProviderWithDocker(), nil
+	}
+	if _, err := lookPath("podman"); err != nil {
+		return nil, fmt.Errorf("the engine at %s is %s: kind's Podman provider needs the podman CLI on this host: %w", engine.Endpoint, engine.Product(), err)
+	}
+	if engine.Rootless {
+		return nil, fmt.Errorf("the engine at %s is a rootless %s: the E2E needs rootful Podman (CAPD's machines are privileged containers that nest containers; see docs/podman.md)", engine.Endpoint, engine.Product())
+	}
+	return kind.ProviderWithPodman(), nil
 }
 
 // settle removes the cluster's containers that appear after kind gave up.

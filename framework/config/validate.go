@@ -295,6 +295,10 @@ const (
 	VarEtcdVersionUpgradeTo         = "ETCD_VERSION_UPGRADE_TO"
 	VarCoreDNSVersionUpgradeTo      = "COREDNS_VERSION_UPGRADE_TO"
 	VarCNI                          = "CNI"
+	// VarContainerEngineSocket is the host path of the engine's socket
+	// that machines running CAPD mount (the self-hosted templates); the
+	// suite sets it from the engine unless the config or environment does.
+	VarContainerEngineSocket = "CONTAINER_ENGINE_SOCKET"
 )
 
 // validateCrossChecks checks that sections agree, with the variables as

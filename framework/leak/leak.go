@@ -160,7 +160,37 @@ func Check(ctx context.Context, rt Lister, sel Selector) (Report, error) {
 		// Reap, not leftovers.
 		rep.Volumes = slices.DeleteFunc(vols, func(v runtime.Volume) bool { return v.Labels[runtime.LabelCreatedBy] == markerComponent })
 	}
+	if cs := sel.clusters(); len(cs) > 0 {
+		// kind's Podman provider gives each node a named volume for /var,
+		// labelled "<node name>=true" (<cluster>-control-plane,
+		// <cluster>-worker2, ...); its Docker provider uses anonymous
+		// ones, removed with the node.
+		vols, err := rt.ListVolumes(ctx, runtime.Filter{})
+		if err != nil {
+			return rep, fmt.Errorf("leak check for %s: %w", sel, err)
+		}
+		for _, v := range vols {
+			if slices.ContainsFunc(cs, func(c string) bool { return isKindNodeVolume(v, c) }) &&
+				!slices.ContainsFunc(rep.Volumes, func(o runtime.Volume) bool { return o.Name == v.Name }) {
+				rep.Volumes = append(rep.Volumes, v)
+			}
+		}
+	}
 	return rep, nil
+}
+
+// isKindNodeVolume reports whether v is the /var volume kind's Podman
+// provider made for a node of kind cluster c.
+func isKindNodeVolume(v runtime.Volume, c string) bool {
+	for k, val := range v.Labels {
+		if val != "true" {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(k, c+"-"); ok && (strings.HasPrefix(rest, "control-plane") || strings.HasPrefix(rest, "worker")) {
+			return true
+		}
+	}
+	return false
 }
 
 // Remove deletes everything the report lists: containers first (with their

@@ -2,6 +2,7 @@ package leak_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,5 +55,32 @@ func TestCheckSelectsByLabel(t *testing.T) {
 func TestCheckNeedsASelector(t *testing.T) {
 	if _, err := leak.Check(context.Background(), fake.New(), leak.Selector{}); err == nil || !strings.Contains(err.Error(), "selector") {
 		t.Errorf("empty selector: %v", err)
+	}
+}
+
+// kind's Podman provider gives each node a named /var volume labelled
+// "<node>=true": a killed run's must be found through its cluster.
+func TestCheckFindsKindPodmanNodeVolumes(t *testing.T) {
+	ctx := context.Background()
+	f := fake.New()
+	for name, node := range map[string]string{
+		"v-cp": "capd-e2e-abc-control-plane", "v-w2": "capd-e2e-abc-worker2",
+		"v-other": "capd-e2e-abcd-control-plane", "v-lb": "capd-e2e-abc-external-load-balancer",
+	} {
+		if err := f.CreateVolume(ctx, name, map[string]string{node: "true"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := leak.Check(ctx, f, leak.Selector{Cluster: "capd-e2e-abc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, v := range rep.Volumes {
+		names = append(names, v.Name)
+	}
+	slices.Sort(names)
+	if strings.Join(names, ",") != "v-cp,v-w2" {
+		t.Errorf("volumes of cluster capd-e2e-abc: %v; want its two node volumes, not another cluster's", names)
 	}
 }

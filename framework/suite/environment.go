@@ -33,6 +33,9 @@ type Environment struct {
 	BootstrapClusterProxy framework.ClusterProxy
 	// Runtime is the container engine.
 	Runtime runtime.Runtime
+	// Engine describes it, as setup found it (Docker or Podman, its
+	// version and socket).
+	Engine runtime.EngineInfo
 	// ArtifactFolder is where artifacts go.
 	ArtifactFolder string
 	// SkipCleanup is SetupInput.SkipCleanup.

@@ -250,8 +250,38 @@ func (s *setup) checkEngine(ctx context.Context) error {
 		}
 		s.env.Runtime, s.env.ownRuntime = rt, true
 	}
-	_, err := s.env.Runtime.Info(ctx)
-	return err
+	info, err := s.env.Runtime.Info(ctx)
+	if err != nil {
+		return err
+	}
+	s.env.Engine = info
+	s.log("setup: engine %s at %s", info.Product(), info.Endpoint)
+	setEngineSocket(s.env.E2EConfig, info)
+	return nil
+}
+
+// setEngineSocket sets the variable CONTAINER_ENGINE_SOCKET, the host
+// path of the engine's socket that the templates mount into machines
+// running CAPD (self-hosted), to the socket of the engine this run uses,
+// unless the environment or the config sets it. The variable is only
+// needed for an engine reached through a unix socket; another cannot be
+// mounted, which the templates' default (/var/run/docker.sock) then
+// shows.
+func setEngineSocket(e2e *clusterctl.E2EConfig, info runtime.EngineInfo) {
+	if _, set := os.LookupEnv(config.VarContainerEngineSocket); set {
+		return
+	}
+	if _, set := e2e.Variables[config.VarContainerEngineSocket]; set {
+		return
+	}
+	path, err := info.SocketPath()
+	if err != nil {
+		return
+	}
+	if e2e.Variables == nil {
+		e2e.Variables = map[string]string{}
+	}
+	e2e.Variables[config.VarContainerEngineSocket] = path
 }
 
 // checkImages makes sure the engine has what CAPD runs on the host
