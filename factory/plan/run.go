@@ -117,6 +117,10 @@ type RunOptions struct {
 	Policy func(Step) string
 	// Puller provides images from a registry.
 	Puller Puller
+	// Copier, if set, provides images from another engine: a step whose
+	// image that engine holds with the step's inputs hash is copied, not
+	// pulled or built (whatever the policy; -rebuild's steps are built).
+	Copier Copier
 	// Publisher, if set, receives every image of the run that is in the
 	// engine at its end (built, pulled or up to date).
 	Publisher Publisher
@@ -239,6 +243,23 @@ func Run(ctx context.Context, p *Plan, opts RunOptions) error {
 		if !d.Build {
 			state[id] = stateUpToDate
 			return
+		}
+		if opts.Copier != nil && !slices.Contains(opts.Rebuild, id) {
+			t0 := time.Now()
+			from, err := opts.Copier.Copy(ctx, s.Image, s.Hash)
+			if err == nil {
+				state[id] = statePulled
+				d.Build, d.Reason = false, "copied from "+from
+				fmt.Fprintf(out, "%s: copied %s from %s in %s\n", prefix(s), s.Image, from, time.Since(t0).Round(100*time.Millisecond))
+				return
+			}
+			if !errors.Is(err, ErrNotInSource) {
+				state[id] = stateFailed
+				errs = append(errs, fmt.Errorf("copy image %q (step %s) from %s: %w", s.Image, id, from, err))
+				fmt.Fprintf(out, "%s: copy failed: %v\n", prefix(s), err)
+				return
+			}
+			fmt.Fprintf(out, "%s: not copied (%v)\n", prefix(s), err)
 		}
 		policy := config.PolicyBuild
 		if opts.Policy != nil && opts.Puller != nil && !slices.Contains(opts.Rebuild, id) {

@@ -5,15 +5,18 @@
 //
 // Usage:
 //
-//	capd-e2e-images [-config config/e2e.yaml] [-only id,...] [-rebuild id,...] [-jobs N] [-list] [-render DIR]
+//	capd-e2e-images [-config config/e2e.yaml] [-only id,...] [-rebuild id,...] [-jobs N] [-copy-from ENDPOINT] [-list] [-render DIR]
 //
 // The config may be a provider's, merged over the harness's (config.Load):
 // its build.goImages are built too. Images whose inputs-hash label matches
 // the plan are reused, so a second run with nothing changed only checks
 // labels; images may also be pulled (build.registry.policy, IMAGE_POLICY,
-// IMAGE_MIRROR) and published (IMAGE_PUBLISH). Only the targets (node
-// images, load balancer, controllers, -only's steps) and what they need are
-// provided. Steps build -jobs at a time (CAPD_E2E_BUILD_JOBS, else the
+// IMAGE_MIRROR) and published (IMAGE_PUBLISH). With -copy-from (or
+// CAPD_E2E_IMAGES_FROM) another engine on the machine gives the images it
+// holds with current inputs (Docker's store, for a run on Podman's
+// service): streamed from its image save into this engine's image load.
+// Only the targets (node images, load balancer, controllers, -only's
+// steps) and what they need are provided. Steps build -jobs at a time (CAPD_E2E_BUILD_JOBS, else the
 // number of CPUs) within a memory budget of three quarters of the memory
 // available at start; the longest chain of steps starts first. Steps that
 // compile Go run one at a time (goSlot), with GOGC=400 unless GOGC
@@ -75,10 +78,14 @@ type options struct {
 	renderDir string
 	verbose   bool
 	jobs      int
+	copyFrom  string
 }
 
 // EnvJobs sets the default of -jobs.
 const EnvJobs = "CAPD_E2E_BUILD_JOBS"
+
+// EnvCopyFrom sets the default of -copy-from.
+const EnvCopyFrom = "CAPD_E2E_IMAGES_FROM"
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
@@ -91,6 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.list, "list", false, "print the plan and what would be built, build nothing")
 	fs.StringVar(&o.renderDir, "render", "", "also render the built-in providers' components and the CNI manifest into this directory")
 	fs.BoolVar(&o.verbose, "v", false, "also print the go command's output (it always goes to a log file)")
+	fs.StringVar(&o.copyFrom, "copy-from", os.Getenv(EnvCopyFrom), "another engine's endpoint (e.g. unix:///var/run/docker.sock): images it holds with current inputs are copied from it instead of built (default: "+EnvCopyFrom+")")
 	jobs := goruntime.NumCPU()
 	if v := os.Getenv(EnvJobs); v != "" {
 		n, err := strconv.Atoi(v)
@@ -220,6 +228,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if reg.Publish != "" {
 		opts.Publisher = &registry.Publisher{Images: rt, Registry: reg.Publish}
+	}
+	if o.copyFrom != "" {
+		if o.copyFrom == rt.Endpoint() {
+			return fmt.Errorf("-copy-from %s: that is the engine the images are for (DOCKER_HOST); name the other one", o.copyFrom)
+		}
+		src, err := moby.New(moby.Config{Host: o.copyFrom})
+		if err != nil {
+			return fmt.Errorf("-copy-from: %w", err)
+		}
+		defer src.Close()
+		opts.Copier = &plan.EngineCopier{From: src, To: rt, FromName: o.copyFrom}
+		fmt.Fprintf(stdout, "images: copying from %s what it holds current\n", o.copyFrom)
 	}
 	fmt.Fprintf(stdout, "images: policy %s, mirror %q, publish %q\n", reg.Policy, reg.Mirror, reg.Publish)
 	if err := plan.Run(ctx, p, opts); err != nil {
