@@ -10,7 +10,7 @@ GINKGO_LABEL_FILTER ?= PR-Blocking
 GINKGO_NODES ?= 1
 export GINKGO_FOCUS GINKGO_SKIP GINKGO_LABEL_FILTER GINKGO_NODES
 
-.PHONY: test test-podman lint images test-images test-e2e test-examples test-registry test-faults clean-e2e up down test-explore iterate
+.PHONY: test test-podman lint images test-images test-e2e test-e2e-podman test-examples test-registry test-faults clean-e2e up down test-explore iterate
 
 test: ## Unit and integration tests (needs a Docker-API engine).
 	scripts/test.sh
@@ -29,6 +29,9 @@ test-images: images ## Boot a 2-node kind cluster from the built images (slow).
 
 test-e2e: ## The E2E suite (PR-Blocking quick-start by default).
 	scripts/ci-e2e.sh
+
+test-e2e-podman: ## The E2E on rootful Podman's Docker-API service (docs/podman.md; host settings under CAPD_E2E_FIX_ENGINE).
+	scripts/test-e2e-podman.sh
 
 test-examples: ## A provider's suite (examples/) for real: CAPD built from a directory outside the repo.
 	scripts/test-examples.sh

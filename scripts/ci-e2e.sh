@@ -96,14 +96,14 @@ scripts/images.sh 2>&1 | tee "$ARTIFACTS/localhost/images.log" "$ARTIFACTS/local
 log "images ready after $(( $(date +%s) - start ))s"
 go build -o hack/tools/bin/capd-e2e-clean ./cmd/capd-e2e-clean
 go build -o hack/tools/bin/capd-e2e-secrets ./cmd/capd-e2e-secrets
+go build -o hack/tools/bin/capd-e2e-engine ./cmd/capd-e2e-engine
 events_since=$(date -u +%s)
 
+# The engine's state through our runtime (no docker CLI: a Podman host
+# may have none): engine-{info,ps,images}.txt and engine-events.log.
 save_host_state() {
-  docker info >"$ARTIFACTS/localhost/docker-info.txt" 2>&1 || true
-  docker ps -a >"$ARTIFACTS/localhost/docker-ps.txt" 2>&1 || true
-  docker images >"$ARTIFACTS/localhost/docker-images.txt" 2>&1 || true
-  docker events --since "$events_since" --until "$(date -u +%s)" >"$ARTIFACTS/localhost/docker-events.log" 2>&1 || true
-  cp /var/log/capd-e2e-dockerd.log "$ARTIFACTS/localhost/" 2>/dev/null || true
+  hack/tools/bin/capd-e2e-engine dump -since "$events_since" "$ARTIFACTS/localhost" >>"$ARTIFACTS/localhost/engine-dump.log" 2>&1 || true
+  cp /var/log/capd-e2e-dockerd.log /var/log/capd-e2e-podman.log "$ARTIFACTS/localhost/" 2>/dev/null || true
 }
 trap 'junit_if_missing; save_host_state' EXIT
 

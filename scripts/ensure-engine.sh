@@ -32,7 +32,13 @@ PIDFILE=/run/capd-e2e-dockerd.pid
 LOGFILE=/var/log/capd-e2e-dockerd.log
 
 log() { printf 'ensure-engine: %s\n' "$*" >&2; }
-engine_up() { timeout 10 docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
+# The engine is asked through our runtime (cmd/capd-e2e-engine), not the
+# docker CLI: it tells Podman from Docker by the components the engine
+# lists, where Podman's version (4.3.1) would read as a Docker older than 23.
+REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ENGINE=$REPO_ROOT/hack/tools/bin/capd-e2e-engine
+(cd "$REPO_ROOT" && go build -o "$ENGINE" ./cmd/capd-e2e-engine)
+engine_up() { timeout 10 "$ENGINE" version >/dev/null 2>&1; }
 SYSTEM_PIDFILE=/var/run/docker.pid
 system_dockerd() { [[ -f $SYSTEM_PIDFILE ]] && kill -0 "$(cat "$SYSTEM_PIDFILE")" 2>/dev/null && [[ $(cat "/proc/$(cat "$SYSTEM_PIDFILE")/comm" 2>/dev/null) == dockerd ]]; }
 our_dockerd() { [[ -f $PIDFILE ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null && [[ $(cat "/proc/$(cat "$PIDFILE")/comm" 2>/dev/null) == dockerd ]]; }
@@ -57,7 +63,7 @@ stop_dockerd() {
 
 if ! engine_up; then
   if [[ -n "${DOCKER_HOST:-}" && "${DOCKER_HOST}" != unix:///var/run/docker.sock ]]; then
-    log "no engine answers at DOCKER_HOST=${DOCKER_HOST}: start it, or unset DOCKER_HOST for the local one"
+    log "no engine answers at DOCKER_HOST=${DOCKER_HOST}: start it (Podman: scripts/ensure-podman.sh), or unset DOCKER_HOST for the local one"
     exit 1
   fi
   if ! command -v dockerd >/dev/null; then
@@ -71,8 +77,8 @@ if ! engine_up; then
   log "starting dockerd (CAPD_E2E_FIX_ENGINE; log: $LOGFILE)"
   start_dockerd
 fi
-version=$(docker version --format '{{.Server.Version}}')
-log "engine $version at ${DOCKER_HOST:-unix:///var/run/docker.sock}"
+read -r product version endpoint < <("$ENGINE" version)
+log "engine: $product $version at $endpoint"
 $privileged || exit 0
 
 # Every kind and CAPD node runs containerd and a kubelet, each with inotify
@@ -92,6 +98,12 @@ if (( instances < want_instances || watches < want_watches )); then
   else
     log "warning: fs.inotify.max_user_instances=$instances, max_user_watches=$watches: enough for one run, but several clusters at once (GINKGO_NODES>1, concurrent runs) fail with \"too many open files\"; fix: sysctl -w fs.inotify.max_user_instances=$want_instances fs.inotify.max_user_watches=$want_watches (or rerun with CAPD_E2E_FIX_ENGINE=true)"
   fi
+fi
+
+# Podman: its own host settings (scripts/ensure-podman.sh, docs/podman.md);
+# the Docker version checks below do not apply.
+if [[ $product == podman ]]; then
+  exec "$REPO_ROOT/scripts/ensure-podman.sh" --check
 fi
 
 major=${version%%.*}
@@ -138,4 +150,4 @@ apt-get update -qq
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t trixie docker.io >/dev/null
 [[ -n $running_pidfile ]] && stop_dockerd "$running_pidfile"
 start_dockerd
-log "engine now $(docker version --format '{{.Server.Version}}')"
+log "engine now: $("$ENGINE" version)"

@@ -44,12 +44,11 @@ scripts/ensure-engine.sh --privileged-nesting
 scripts/images.sh >"$OUT/images.log" 2>&1
 go build -o hack/tools/bin/capd-e2e-clean ./cmd/capd-e2e-clean
 go build -o hack/tools/bin/capd-e2e-secrets ./cmd/capd-e2e-secrets
+go build -o hack/tools/bin/capd-e2e-engine ./cmd/capd-e2e-engine
 
 # What the engine holds, to compare before and after a scenario.
 state() {
-  { docker ps -aq --no-trunc | sed 's/^/container /'
-    docker volume ls -q | sed 's/^/volume /'
-    docker network ls -q --no-trunc | sed 's/^/network /'; } | sort
+  hack/tools/bin/capd-e2e-engine objects
 }
 
 # start NAME [VAR=value...]: runs ci-e2e.sh (CI_E2E, default this
@@ -200,7 +199,7 @@ for f in $FAULTS; do
     # leave a container the engine creates a moment later, which
     # CreateKind waits for and removes. The nodes never ran: no logs.
     interrupt "$f" "Preparing nodes" TERM
-    check "$f" "setup: kind's node containers" "$RC" fail "$SIGNAL_TIME" "localhost/docker-ps.txt"
+    check "$f" "setup: kind's node containers" "$RC" fail "$SIGNAL_TIME" "localhost/engine-ps.txt"
     ;;
   interrupt-cp)
     interrupt "$f" "wait for control plane initialized" TERM

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Runs the runtime's integration tests against Podman's Docker-compatible
-# service, to keep "any Docker-API endpoint" true. Installs Debian's podman if
+# Runs the runtime's integration tests, and those of the packages built on
+# it (leak checks, image assembly, logs, snapshots, the cloud provider's
+# instances and load balancers), against Podman's Docker-compatible
+# service, to keep "any Docker-API endpoint" true. These tests set every
+# container's ulimits themselves, so they need none of the host settings
+# of scripts/ensure-podman.sh (the E2E on Podman does: make test-e2e-podman). Installs Debian's podman if
 # missing, serves it on a private socket for the duration of the run, and
 # stops it afterwards.
 set -o errexit -o nounset -o pipefail
@@ -19,3 +23,13 @@ echo "podman $(podman --version | awk '{print $3}') at unix://$sockdir/podman.so
 export DOCKER_HOST="unix://$sockdir/podman.sock"
 (cd framework/runtime && go test -count=1 -run '^TestIntegration' ./...)
 go test -count=1 -run '^TestIntegration' ./framework/leak/... ./factory/oci/... ./framework/logs/... ./framework/snapshot/...
+# The cloud provider's load balancer test runs the harness's haproxy image:
+# copied through our runtime from the Docker engine when it holds it
+# current (make test built it there), else built into Podman.
+go build -o hack/tools/bin/capd-e2e-images ./factory/cmd/capd-e2e-images
+from=()
+if DOCKER_HOST=unix:///var/run/docker.sock timeout 10 go run ./cmd/capd-e2e-engine version >/dev/null 2>&1; then
+  from=(-copy-from unix:///var/run/docker.sock)
+fi
+hack/tools/bin/capd-e2e-images -only haproxy "${from[@]}" | grep -E 'haproxy|images:'
+(cd cloudprovider && go test -count=1 -run '^TestIntegration' ./...)

@@ -110,7 +110,7 @@ func fixture(t *testing.T, failed bool) (string, types.Report) {
 	write(filepath.Join(dir, "resources", "quick-start-abc123", "Cluster", failedCluster+".yaml"), "kind: Cluster\n")
 	write(filepath.Join("clusters", "bootstrap", "logs", "capd-system", "capd-controller-manager", "manager.log"), "capd log\n")
 	write("ginkgo-log.txt", "ginkgo\n")
-	write(filepath.Join("localhost", "docker-ps.txt"), "CONTAINER ID\n")
+	write(filepath.Join("localhost", "engine-ps.txt"), "CONTAINER ID\n")
 
 	entry := func(rel string) types.ReportEntries {
 		return types.ReportEntries{{Name: summary.ReportEntry, Value: types.WrapEntryValue(rel), Visibility: types.ReportEntryVisibilityNever}}

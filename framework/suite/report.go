@@ -82,6 +82,10 @@ func versions(env *Environment) map[string]string {
 	if p := cfg.Build.ClusterAPI.Previous; p != nil {
 		v["cluster-api-previous-version"] = p.Version
 	}
+	if env.Engine.Version != "" {
+		// Docker or Podman: a run's result depends on the engine.
+		v["container-engine"] = env.Engine.Product()
+	}
 	if env.E2EConfig != nil {
 		for _, p := range env.E2EConfig.Providers {
 			var names []string
