@@ -1,11 +1,13 @@
 package moby
 
 import (
+	"archive/tar"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 	"time"
 
@@ -55,13 +57,98 @@ func (r *Runtime) SaveImages(ctx context.Context, refs ...string) (io.ReadCloser
 
 // LoadImages implements runtime.Images. The engine reports failures inside
 // its progress stream, so the stream is read to its end and checked.
+//
+// On Podman, an archive's tag without a registry host
+// ("capd-e2e/cloud-controller-manager:v0.36.3") is stored as
+// localhost/<tag>, where Docker, containerd and the kubelet read
+// docker.io/<tag>: an image saved from Podman then reaches a kind node
+// under a name nothing looks for. The archive's tags are read as it
+// streams past, and each such image is re-tagged docker.io/<tag> (its
+// localhost/ name removed), so that every engine names it the same.
 func (r *Runtime) LoadImages(ctx context.Context, archive io.Reader) error {
+	var tags []string
+	finish := func() {}
+	if r.podman {
+		pr, pw := io.Pipe()
+		tagsRead := make(chan struct{})
+		go func() {
+			defer close(tagsRead)
+			tags = archiveTags(pr)
+			_, _ = io.Copy(io.Discard, pr)
+		}()
+		archive = io.TeeReader(archive, pw)
+		finish = func() { _ = pw.Close(); <-tagsRead }
+	}
 	res, err := r.c.ImageLoad(ctx, archive, client.ImageLoadWithQuiet(true))
 	if err != nil {
+		finish()
 		return r.wrap(err, "load images")
 	}
 	defer res.Close()
-	return streamError(res, "load images")
+	err = streamError(res, "load images")
+	// The engine has read the whole archive (or given up): the tags are
+	// known.
+	finish()
+	if err != nil || !r.podman {
+		return err
+	}
+	return r.dockerNames(ctx, tags)
+}
+
+// dockerNames gives each image Podman stored as localhost/<tag> the name
+// Docker would have given it, docker.io/<tag>.
+func (r *Runtime) dockerNames(ctx context.Context, tags []string) error {
+	for _, tag := range tags {
+		if !podmanLocalhostName(tag) {
+			continue
+		}
+		local := "localhost/" + tag
+		if _, err := r.c.ImageInspect(ctx, local); err != nil {
+			continue // stored under another name: nothing to fix
+		}
+		if err := r.TagImage(ctx, local, "docker.io/"+tag); err != nil {
+			return fmt.Errorf("load images: name %s as Docker does: %w", local, err)
+		}
+		if _, err := r.c.ImageRemove(ctx, local, client.ImageRemoveOptions{}); err != nil {
+			return r.wrap(err, "load images: remove the name %s", local)
+		}
+	}
+	return nil
+}
+
+// podmanLocalhostName reports whether Podman stores tag under localhost/:
+// a tag whose first component is not a registry host (no '.' or ':', not
+// "localhost").
+func podmanLocalhostName(tag string) bool {
+	first, _, found := strings.Cut(tag, "/")
+	if !found {
+		return true // "busybox:1": docker.io/library/busybox:1 for Docker
+	}
+	return !strings.ContainsAny(first, ".:") && first != "localhost"
+}
+
+// archiveTags returns the tags a docker-archive's manifest.json lists,
+// reading the tar stream until it finds it; nil when it has none.
+func archiveTags(rd io.Reader) []string {
+	tr := tar.NewReader(rd)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			return nil
+		}
+		if path.Clean(h.Name) != "manifest.json" {
+			continue
+		}
+		var manifest []struct{ RepoTags []string }
+		if json.NewDecoder(tr).Decode(&manifest) != nil {
+			return nil
+		}
+		var tags []string
+		for _, m := range manifest {
+			tags = append(tags, m.RepoTags...)
+		}
+		return tags
+	}
 }
 
 // streamError reads a JSON message stream and returns the first error it

@@ -353,6 +353,37 @@ func TestIntegrationImageSaveLoad(t *testing.T) {
 	if err := r.LoadImages(ctx, strings.NewReader("this is not a tar")); err == nil {
 		t.Errorf("loading garbage succeeded")
 	}
+
+	// A tag without a registry host reads as docker.io/<tag> after a load,
+	// on Podman too (which stores it as localhost/<tag> by itself): a kind
+	// node that imports the image saved from this engine must find it
+	// under the name the kubelet asks for.
+	short := "capd-e2e-it/short:" + runtime.NewRunID()
+	if err := r.TagImage(ctx, ref, short); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.RemoveImage(context.Background(), short) })
+	rc, err = r.SaveImages(ctx, short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive, err = io.ReadAll(rc)
+	_ = rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RemoveImage(ctx, short); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.LoadImages(ctx, bytes.NewReader(archive)); err != nil {
+		t.Fatal(err)
+	}
+	if img, err := r.InspectImage(ctx, "docker.io/"+short); err != nil || img.ID != orig.ID {
+		t.Errorf("after loading %s: docker.io/%s is %v, %v; want the image", short, short, img.ID, err)
+	}
+	if _, err := r.InspectImage(ctx, "localhost/"+short); err == nil {
+		t.Errorf("after loading %s: localhost/%s exists; want only the Docker name", short, short)
+	}
 }
 
 func TestIntegrationCommit(t *testing.T) {
