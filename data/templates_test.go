@@ -170,11 +170,12 @@ var flavors = []flavor{
 		// socket: the machines mount that one.
 		name: "self-hosted", file: "cluster-template-self-hosted.yaml",
 		kinds:     baseKinds(nil),
-		variables: map[string]string{"CONTAINER_ENGINE_SOCKET": "/run/podman/podman.sock"},
-		check: func(objs []client.Object, _ map[string]string) {
+		variables: map[string]string{"CONTAINER_ENGINE_SOCKET": "/run/podman/podman.sock", "NODE_IMAGE_REPOSITORY": "docker.io/kindest/node"},
+		check: func(objs []client.Object, vars map[string]string) {
 			for _, n := range []string{clusterName + "-control-plane", clusterName + "-md-0"} {
 				dmt := find[*infrav1.DevMachineTemplate](objs, n)
 				Expect(dmt.Spec.Template.Spec.Backend.Docker.ExtraMounts).To(ConsistOf(infrav1.Mount{ContainerPath: "/var/run/docker.sock", HostPath: "/run/podman/podman.sock"}), "template %s", n)
+				Expect(dmt.Spec.Template.Spec.Backend.Docker.CustomImage).To(HavePrefix("docker.io/kindest/node:"), "template %s", n)
 			}
 		},
 	},
@@ -349,7 +350,9 @@ func checkCommon(objs []client.Object, version string, e2eConfig *clusterctl.E2E
 	Expect(kcp.Spec.Replicas).To(Equal(ptr.To(int32(cpCount))))
 	Expect(kcp.Spec.Version).To(Equal(version))
 	cpTemplate := find[*infrav1.DevMachineTemplate](objs, kcp.Spec.MachineTemplate.Spec.InfrastructureRef.Name)
-	Expect(cpTemplate.Spec.Template.Spec.Backend.Docker.CustomImage).To(Equal("kindest/node:" + version))
+	// kindest/node, or docker.io/kindest/node when the suite runs on Podman
+	// (NODE_IMAGE_REPOSITORY).
+	Expect(cpTemplate.Spec.Template.Spec.Backend.Docker.CustomImage).To(Or(Equal("kindest/node:"+version), Equal("docker.io/kindest/node:"+version)))
 	// Kubelet and kube-controller-manager run with DOCKER_CLOUD_PROVIDER as
 	// --cloud-provider, except in the self-hosted flavor (the one whose
 	// machines mount the engine's socket): its cluster runs without a
@@ -377,7 +380,7 @@ func checkCommon(objs []client.Object, version string, e2eConfig *clusterctl.E2E
 		Expect(md.Spec.Replicas).To(Equal(ptr.To(int32(workerCount))))
 		Expect(md.Spec.Template.Spec.Version).To(Equal(version))
 		mdTemplate := find[*infrav1.DevMachineTemplate](objs, md.Spec.Template.Spec.InfrastructureRef.Name)
-		Expect(mdTemplate.Spec.Template.Spec.Backend.Docker.CustomImage).To(Equal("kindest/node:" + version))
+		Expect(mdTemplate.Spec.Template.Spec.Backend.Docker.CustomImage).To(Or(Equal("kindest/node:"+version), Equal("docker.io/kindest/node:"+version)))
 		kct := find[*bootstrapv1.KubeadmConfigTemplate](objs, md.Spec.Template.Spec.Bootstrap.ConfigRef.Name)
 		checkNodeRegistration(kct.Spec.Template.Spec.JoinConfiguration.NodeRegistration, cloud)
 	} else {
@@ -385,7 +388,7 @@ func checkCommon(objs []client.Object, version string, e2eConfig *clusterctl.E2E
 		Expect(mp.Spec.Replicas).To(Equal(ptr.To(int32(workerCount))))
 		Expect(mp.Spec.Template.Spec.Version).To(Equal(version))
 		dmp := find[*infrav1.DevMachinePool](objs, mp.Spec.Template.Spec.InfrastructureRef.Name)
-		Expect(dmp.Spec.Backend.Docker.CustomImage).To(Equal("kindest/node:" + version))
+		Expect(dmp.Spec.Backend.Docker.CustomImage).To(Or(Equal("kindest/node:"+version), Equal("docker.io/kindest/node:"+version)))
 		kc := find[*bootstrapv1.KubeadmConfig](objs, mp.Spec.Template.Spec.Bootstrap.ConfigRef.Name)
 		checkNodeRegistration(kc.Spec.JoinConfiguration.NodeRegistration, cloud)
 	}

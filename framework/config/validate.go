@@ -299,6 +299,12 @@ const (
 	// that machines running CAPD mount (the self-hosted templates); the
 	// suite sets it from the engine unless the config or environment does.
 	VarContainerEngineSocket = "CONTAINER_ENGINE_SOCKET"
+	// VarNodeImageRepository is the machines' node image repository in the
+	// templates (default kindest/node); the suite sets docker.io/kindest/node
+	// on Podman, whose containers report their image by its full name:
+	// CAPD's MachinePool compares that name with the template's and, on a
+	// mismatch, creates a machine on every reconcile.
+	VarNodeImageRepository = "NODE_IMAGE_REPOSITORY"
 )
 
 // validateCrossChecks checks that sections agree, with the variables as
