@@ -104,8 +104,10 @@ check_conf() {
 case "${1:-}" in
   --stop) stop_service; exit ;;
   --check)
-    check_modules
-    check_conf
+    ok=true
+    check_modules || ok=false
+    check_conf || ok=false
+    $ok || exit 1
     if $conf_changed; then
       log "restart the Podman service for them (scripts/ensure-podman.sh --stop, then scripts/ensure-podman.sh restarts the one it started)"
       exit 1
@@ -124,8 +126,11 @@ if [[ $(id -u) != 0 ]]; then
   log "run as root: the E2E needs rootful Podman (a rootless one cannot run CAPD's privileged, nested machines here)"
   exit 1
 fi
-check_modules
-check_conf
+# Both checks, so that one run names everything to change.
+ok=true
+check_modules || ok=false
+check_conf || ok=false
+$ok || exit 1
 cd "$REPO_ROOT"
 go build -o hack/tools/bin/capd-e2e-engine ./cmd/capd-e2e-engine
 answers() { DOCKER_HOST=unix://$SOCKET timeout 10 hack/tools/bin/capd-e2e-engine version 2>/dev/null; }
