@@ -9,15 +9,6 @@ cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
 scripts/ensure-engine.sh --privileged-nesting
-# On Podman's service, take what a Docker engine on this machine already
-# built (current inputs only) instead of building it again: see
-# docs/podman.md. CAPD_E2E_IMAGES_FROM="" turns that off.
-engine=hack/tools/bin/capd-e2e-engine
-go build -o "$engine" ./cmd/capd-e2e-engine
-if [[ -z ${CAPD_E2E_IMAGES_FROM+set} ]] && [[ $("$engine" version) == podman\ * ]] &&
-  DOCKER_HOST=unix:///var/run/docker.sock timeout 10 "$engine" version 2>/dev/null | grep -q '^docker '; then
-  export CAPD_E2E_IMAGES_FROM=unix:///var/run/docker.sock
-fi
 args=(-config "${E2E_CONFIG:-config/e2e.yaml}")
 [[ -n ${IMAGES_ONLY:-} ]] && args+=(-only "$IMAGES_ONLY")
 go build -o hack/tools/bin/capd-e2e-images ./factory/cmd/capd-e2e-images

@@ -107,8 +107,6 @@ func versionLine(info runtime.EngineInfo) string {
 	return fmt.Sprintf("%s %s %s", kind, info.Version, info.Endpoint)
 }
 
-// dump writes each file it can and returns every error, so that one
-// failed call (or a full disk) costs only its own file.
 // engine is what dump and objects need of the runtime.
 type engine interface {
 	Info(ctx context.Context) (runtime.EngineInfo, error)
@@ -121,6 +119,8 @@ type engine interface {
 
 var _ engine = runtime.Runtime(nil)
 
+// dump writes each file it can and returns every error, so that one
+// failed call (or a full disk) costs only its own file.
 func dump(ctx context.Context, rt engine, dir string, since int64) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err

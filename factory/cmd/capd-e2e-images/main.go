@@ -79,6 +79,9 @@ type options struct {
 	verbose   bool
 	jobs      int
 	copyFrom  string
+	// copyFromSet: -copy-from or CAPD_E2E_IMAGES_FROM was given (empty
+	// turns copying off); otherwise the default applies (copySource).
+	copyFromSet bool
 }
 
 // EnvJobs sets the default of -jobs.
@@ -98,7 +101,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.list, "list", false, "print the plan and what would be built, build nothing")
 	fs.StringVar(&o.renderDir, "render", "", "also render the built-in providers' components and the CNI manifest into this directory")
 	fs.BoolVar(&o.verbose, "v", false, "also print the go command's output (it always goes to a log file)")
-	fs.StringVar(&o.copyFrom, "copy-from", os.Getenv(EnvCopyFrom), "another engine's endpoint (e.g. unix:///var/run/docker.sock): images it holds with current inputs are copied from it instead of built (default: "+EnvCopyFrom+")")
+	copyFrom, copyFromSet := os.LookupEnv(EnvCopyFrom)
+	fs.StringVar(&o.copyFrom, "copy-from", copyFrom, "another engine's endpoint: images it holds with current inputs are copied from it instead of built (default: "+EnvCopyFrom+"; unset, on Podman: a Docker engine at "+defaultDockerHost+" when one answers; empty: none)")
 	jobs := goruntime.NumCPU()
 	if v := os.Getenv(EnvJobs); v != "" {
 		n, err := strconv.Atoi(v)
@@ -117,8 +121,46 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
+	o.copyFromSet = copyFromSet
+	fs.Visit(func(f *flag.Flag) { o.copyFromSet = o.copyFromSet || f.Name == "copy-from" })
 	o.only, o.rebuild = splitList(only), splitList(rebuild)
 	return o, nil
+}
+
+// defaultDockerHost is where a Docker engine beside Podman answers.
+const defaultDockerHost = "unix:///var/run/docker.sock"
+
+// copySource connects to the engine images are copied from, or returns
+// nil for none: the one -copy-from names (a failure to reach it is an
+// error); without -copy-from, on Podman's service, a Docker engine at
+// defaultDockerHost when one answers, so that a machine that built the
+// images for Docker does not build them again for Podman.
+func copySource(o options, rt *moby.Runtime) (*moby.Runtime, error) {
+	if o.copyFromSet {
+		if o.copyFrom == "" {
+			return nil, nil
+		}
+		if o.copyFrom == rt.Endpoint() {
+			return nil, fmt.Errorf("-copy-from %s: that is the engine the images are for (DOCKER_HOST); name the other one", o.copyFrom)
+		}
+		src, err := moby.New(moby.Config{Host: o.copyFrom})
+		if err != nil {
+			return nil, fmt.Errorf("-copy-from: %w", err)
+		}
+		return src, nil
+	}
+	if !rt.IsPodman() || rt.Endpoint() == defaultDockerHost {
+		return nil, nil
+	}
+	src, err := moby.New(moby.Config{Host: defaultDockerHost, ConnectTimeout: 10 * time.Second})
+	if err != nil {
+		return nil, nil // no Docker here: build into Podman
+	}
+	if src.IsPodman() {
+		_ = src.Close()
+		return nil, nil
+	}
+	return src, nil
 }
 
 func splitList(s string) []string {
@@ -229,17 +271,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if reg.Publish != "" {
 		opts.Publisher = &registry.Publisher{Images: rt, Registry: reg.Publish}
 	}
-	if o.copyFrom != "" {
-		if o.copyFrom == rt.Endpoint() {
-			return fmt.Errorf("-copy-from %s: that is the engine the images are for (DOCKER_HOST); name the other one", o.copyFrom)
-		}
-		src, err := moby.New(moby.Config{Host: o.copyFrom})
-		if err != nil {
-			return fmt.Errorf("-copy-from: %w", err)
-		}
+	src, err := copySource(o, rt)
+	if err != nil {
+		return err
+	}
+	if src != nil {
 		defer src.Close()
-		opts.Copier = &plan.EngineCopier{From: src, To: rt, FromName: o.copyFrom}
-		fmt.Fprintf(stdout, "images: copying from %s what it holds current\n", o.copyFrom)
+		opts.Copier = &plan.EngineCopier{From: src, To: rt, FromName: src.Endpoint()}
+		fmt.Fprintf(stdout, "images: copying from %s what it holds current\n", src.Endpoint())
 	}
 	fmt.Fprintf(stdout, "images: policy %s, mirror %q, publish %q\n", reg.Policy, reg.Mirror, reg.Publish)
 	if err := plan.Run(ctx, p, opts); err != nil {

@@ -105,6 +105,19 @@ func TestJobs(t *testing.T) {
 	}
 }
 
+func TestCopyFromIsSetOnlyWhenGiven(t *testing.T) {
+	if o, err := parseFlags(nil, io.Discard); err != nil || o.copyFromSet {
+		t.Errorf("no flag, no %s: %+v, %v; want the default (copySource decides)", EnvCopyFrom, o, err)
+	}
+	if o, err := parseFlags([]string{"-copy-from", "unix:///var/run/docker.sock"}, io.Discard); err != nil || !o.copyFromSet || o.copyFrom != "unix:///var/run/docker.sock" {
+		t.Errorf("-copy-from: %+v, %v", o, err)
+	}
+	t.Setenv(EnvCopyFrom, "")
+	if o, err := parseFlags(nil, io.Discard); err != nil || !o.copyFromSet || o.copyFrom != "" {
+		t.Errorf("%s=\"\": %+v, %v; want copying turned off", EnvCopyFrom, o, err)
+	}
+}
+
 func TestParseMemAvailable(t *testing.T) {
 	const meminfo = "MemTotal:       24567892 kB\nMemFree:        20000000 kB\nMemAvailable:   23000000 kB\nBuffers:          1000 kB\n"
 	if got, want := parseMemAvailable(meminfo), int64(23000000*1024); got != want {

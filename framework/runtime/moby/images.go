@@ -103,14 +103,14 @@ func (r *Runtime) dockerNames(ctx context.Context, tags []string) error {
 			continue
 		}
 		local := "localhost/" + tag
-		if _, err := r.c.ImageInspect(ctx, local); err != nil {
+		if _, err := r.InspectImage(ctx, local); err != nil {
 			continue // stored under another name: nothing to fix
 		}
 		if err := r.TagImage(ctx, local, "docker.io/"+tag); err != nil {
 			return fmt.Errorf("load images: name %s as Docker does: %w", local, err)
 		}
-		if _, err := r.c.ImageRemove(ctx, local, client.ImageRemoveOptions{}); err != nil {
-			return r.wrap(err, "load images: remove the name %s", local)
+		if err := r.RemoveImage(ctx, local); err != nil {
+			return fmt.Errorf("load images: %w", err)
 		}
 	}
 	return nil
