@@ -31,7 +31,7 @@ import (
 // that holds it now. It is false when it was never created or its holder is
 // unknown.
 func (r *run) clusterExists(ctx context.Context) bool {
-	if r.mgmt == nil || !r.namespaceCreated {
+	if r.mgmt == nil || !(r.namespaceCreated || r.adopted) {
 		return false
 	}
 	err := r.mgmt.GetClient().Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.clusterName}, &clusterv1.Cluster{})
@@ -62,7 +62,9 @@ func (r *run) clusterCleanup(ctx SpecContext) {
 			r.summary.SetSnapshot(summary.Snapshot{Path: filepath.Join("clusters", r.clusterName, snapshot.TableFile), Table: table.String(), Containers: summaryContainers(s)})
 			return err
 		})
-		if n > 0 {
+		// A kept cluster that passed keeps its logs in its machines, which
+		// go on running: they are collected only when the spec failed.
+		if n > 0 && (!r.adopted || CurrentSpecReport().Failed()) {
 			r.asyncStep("cleanup: collect machine logs", func() error {
 				return r.collector.CollectClusterExcept(ctx, r.clusterName, r.clusterDir(), collected)
 			})
@@ -84,7 +86,7 @@ func (r *run) clusterCleanup(ctx SpecContext) {
 			return nil
 		})
 	}
-	if r.namespaceCreated && r.mgmt != nil {
+	if (r.namespaceCreated || r.adopted) && r.mgmt != nil {
 		r.tryStep("cleanup: dump management resources", func() error {
 			framework.DumpAllResources(ctx, framework.DumpAllResourcesInput{
 				Lister:               r.mgmt.GetClient(),
@@ -119,14 +121,14 @@ func (r *run) clusterCleanup(ctx SpecContext) {
 		})
 	}
 	containers.Wait()
-	if exists {
+	if exists && (!r.adopted || CurrentSpecReport().Failed()) {
 		// CAPD goes on creating machines until the cluster is deleted: a
 		// spec that failed or was interrupted while one was being provisioned
 		// may find its container only now. Its logs would go with it.
 		r.collectLateMachines(ctx, collected, false, "cleanup: collect logs of late machines")
 	}
 
-	if r.in.SkipCleanup || !exists {
+	if r.in.SkipCleanup || !exists || r.adopted {
 		return
 	}
 	// Owner references and finalizers once more, as the deletion will find
@@ -261,7 +263,7 @@ func (r *run) finalCleanup(ctx SpecContext) {
 			f(ctx)
 		}
 	}()
-	if r.in.SkipCleanup {
+	if r.in.SkipCleanup || r.adopted {
 		return
 	}
 	for _, f := range r.finally {

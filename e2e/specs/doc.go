@@ -7,6 +7,7 @@
 //	MachineHealthCheckSpec  a Machine broken for real (container stopped) is replaced by a new one with a new Node
 //	SelfHostedSpec          clusterctl init and move into the workload cluster, no rollout, move back
 //	MachinePoolSpec         a MachinePool scaled 2 → 3 → 1 → 0, its Nodes following
+//	MachineDeploymentRolloutSpec  every MachineDeployment rolled out: new Machines, the old ones gone; on a new or an existing cluster
 //	RuntimeSDKSpec          a runtime extension's lifecycle hooks hold and release creation, upgrade, deletion
 //	ClusterctlUpgradeSpec   a management cluster of the previous release upgraded by clusterctl, no rollout
 //

@@ -17,6 +17,7 @@ package specs
 //	ClusterUpgradeSpec       K8s-Upgrade, slow               ClusterClass
 //	MachineHealthCheckSpec   remediation
 //	MachinePoolSpec          machine-pool
+//	MachineDeploymentRolloutSpec md-rollout
 //	SelfHostedSpec           self-hosted, clusterctl, slow   ClusterClass
 //	RuntimeSDKSpec           runtime-sdk, K8s-Upgrade        ClusterClass
 //	ClusterctlUpgradeSpec    clusterctl-upgrade, clusterctl  ClusterClass
@@ -46,6 +47,9 @@ const (
 	LabelRemediation = "remediation"
 	// LabelMachinePool marks specs that scale a MachinePool.
 	LabelMachinePool = "machine-pool"
+	// LabelMDRollout marks specs that roll out a cluster's
+	// MachineDeployments.
+	LabelMDRollout = "md-rollout"
 	// LabelSelfHosted marks specs that move a cluster's management into
 	// itself.
 	LabelSelfHosted = "self-hosted"

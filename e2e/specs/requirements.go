@@ -23,6 +23,7 @@ var specNeeds = []struct {
 	{"md-remediation", LabelRemediation, []string{varKubernetesVersion}, false, false},
 	{"kcp-remediation", LabelRemediation, []string{varKubernetesVersion}, false, false},
 	{"machine-pool", LabelMachinePool, []string{varKubernetesVersion}, false, false},
+	{specMDRollout, LabelMDRollout, []string{varKubernetesVersion}, false, false},
 	{"self-hosted", LabelSelfHosted, []string{varKubernetesVersion}, false, false},
 	{"k8s-upgrade-with-runtimesdk", LabelRuntimeSDK, []string{varKubernetesVersionUpgradeFrom, varKubernetesVersionUpgradeTo}, true, false},
 	{specClusterctlUpgrade, LabelClusterctlUpgrade, []string{varKubernetesVersion}, false, true},

@@ -11,6 +11,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/test/framework"
 	"sigs.k8s.io/cluster-api/util"
 
@@ -57,6 +61,10 @@ type run struct {
 	// topology whether its Cluster is of a ClusterClass: the ownership
 	// check before the deletion needs both.
 	created, topology bool
+	// adopted is set when the spec works on a cluster it did not create
+	// (adopt): its cleanup collects and records, but deletes nothing and
+	// checks no leaks; the cluster and its namespace stay as they are.
+	adopted bool
 
 	// Set by a spec for its cleanup: beforeDelete runs before the
 	// cleanup deletes the Cluster, whileDeleting right after it asked
@@ -93,6 +101,38 @@ func begin(ctx context.Context, spec string, in CommonInput, timeout time.Durati
 // cluster is not the bootstrap cluster: it sets r.in.BootstrapClusterProxy
 // and r.mgmt to its own, then calls createNamespace.
 func start(ctx context.Context, spec string, in CommonInput, timeout time.Duration) (*run, context.Context) {
+	return newRun(ctx, spec, in, timeout, fmt.Sprintf("%s-%s", spec, util.RandomString(6)), fmt.Sprintf("%s-%s", spec, util.RandomString(6)))
+}
+
+// adopt is begin for a Cluster that exists already, in its own namespace of
+// the bootstrap cluster: the spec works on it and leaves it, and its
+// namespace, in place (run.adopted). The namespace's events are streamed
+// to the artifacts while the spec runs, as begin's are.
+func adopt(ctx context.Context, spec string, in CommonInput, timeout time.Duration, cluster types.NamespacedName) (*run, context.Context) {
+	Expect(cluster.Namespace).ToNot(BeEmpty(), "%s: the existing cluster's namespace is required", spec)
+	Expect(cluster.Name).ToNot(BeEmpty(), "%s: the existing cluster's name is required", spec)
+	r, ctx := newRun(ctx, spec, in, timeout, cluster.Namespace, cluster.Name)
+	r.adopted = true
+	r.summary.Set("existing cluster", cluster.String()+" (kept: the spec neither created nor deletes it)")
+	r.step("find the existing cluster", func() {
+		err := in.BootstrapClusterProxy.GetClient().Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: cluster.Name}, &clusterv1.Cluster{})
+		Expect(err).ToNot(HaveOccurred(), "%s: the existing cluster %s in management cluster %q", spec, cluster, in.BootstrapClusterProxy.GetName())
+		watchCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		r.cancelWatches = cancel
+		go func() {
+			defer GinkgoRecover()
+			framework.WatchNamespaceEvents(watchCtx, framework.WatchNamespaceEventsInput{
+				ClientSet: in.BootstrapClusterProxy.GetClientSet(),
+				Name:      cluster.Namespace,
+				LogFolder: r.bootstrapDir(),
+			})
+		}()
+	})
+	return r, ctx
+}
+
+// newRun is start with the spec's namespace and cluster names given.
+func newRun(ctx context.Context, spec string, in CommonInput, timeout time.Duration, namespace, clusterName string) (*run, context.Context) {
 	// The summary needs only the artifacts folder: with it checked first,
 	// even a spec given a bad input leaves a summary saying so.
 	Expect(in.ArtifactFolder).ToNot(BeEmpty(), "%s: ArtifactFolder is required", spec)
@@ -101,8 +141,8 @@ func start(ctx context.Context, spec string, in CommonInput, timeout time.Durati
 		spec:        spec,
 		in:          in,
 		collector:   in.LogCollector,
-		namespace:   fmt.Sprintf("%s-%s", spec, util.RandomString(6)),
-		clusterName: fmt.Sprintf("%s-%s", spec, util.RandomString(6)),
+		namespace:   namespace,
+		clusterName: clusterName,
 		mgmt:        in.BootstrapClusterProxy,
 	}
 	r.summary = summary.New(spec, r.clusterDir())

@@ -26,6 +26,9 @@ var _ = Describe("capd-e2e specs", func() {
 		return MachineHealthCheckSpecInput{CommonInput: never()}
 	})
 	MachinePoolSpec(func() MachinePoolSpecInput { return MachinePoolSpecInput{CommonInput: never()} })
+	MachineDeploymentRolloutSpec(func() MachineDeploymentRolloutSpecInput {
+		return MachineDeploymentRolloutSpecInput{CommonInput: never()}
+	})
 	SelfHostedSpec(func() SelfHostedSpecInput { return SelfHostedSpecInput{CommonInput: never()} })
 	RuntimeSDKSpec(func() RuntimeSDKSpecInput { return RuntimeSDKSpecInput{CommonInput: never()} })
 	ClusterctlUpgradeSpec(func() ClusterctlUpgradeSpecInput { return ClusterctlUpgradeSpecInput{CommonInput: never()} })
@@ -37,12 +40,13 @@ func TestSpecTree(t *testing.T) {
 		t.Fatalf("the spec tree does not build: %v", report.SpecialSuiteFailureReasons)
 	}
 	vocabulary := []string{LabelPRBlocking, LabelClusterClass, LabelK8sUpgrade, LabelQuickStart, LabelRemediation, LabelMachinePool,
-		LabelSelfHosted, LabelClusterctl, LabelRuntimeSDK, LabelClusterctlUpgrade, LabelSlow}
+		LabelMDRollout, LabelSelfHosted, LabelClusterctl, LabelRuntimeSDK, LabelClusterctlUpgrade, LabelSlow}
 	want := map[string][]string{
 		"quick-start":        {LabelQuickStart},
 		"upgrade":            {LabelK8sUpgrade, LabelSlow},
 		"remediation":        {LabelRemediation},
 		"machinepool":        {LabelMachinePool},
+		"md-rollout":         {LabelMDRollout},
 		"self-hosted":        {LabelSelfHosted, LabelClusterctl, LabelSlow},
 		"runtime-sdk":        {LabelRuntimeSDK, LabelK8sUpgrade},
 		"clusterctl-upgrade": {LabelClusterctlUpgrade, LabelClusterctl},
@@ -187,5 +191,37 @@ func TestOwnerAssertionsOfAnOwnerlessConfigMap(t *testing.T) {
 	}
 	if err := a(types.NamespacedName{Namespace: "ns", Name: "other"}, nil); err == nil {
 		t.Error("another ConfigMap without its ClusterResourceSet owner passed: upstream's assertion was lost")
+	}
+}
+
+func TestRolledOut(t *testing.T) {
+	machine := func(name, node string) clusterv1.Machine {
+		m := clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if node != "" {
+			m.Status.NodeRef = clusterv1.MachineNodeReference{Name: node}
+		}
+		return m
+	}
+	ro := mdRollout{name: "md-0", replicas: 2, old: map[string]string{"a": "node-a", "b": "node-b"}}
+	for _, tc := range []struct {
+		name     string
+		machines []clusterv1.Machine
+		want     string
+	}{
+		{"not started", []clusterv1.Machine{machine("a", "node-a"), machine("b", "node-b")},
+			"md-0: 0 new Machines of 2, old ones left: a, b"},
+		{"a new Machine without a Node", []clusterv1.Machine{machine("a", "node-a"), machine("b", "node-b"), machine("c", "")},
+			"md-0: 1 new Machines of 2, without a Node: c, old ones left: a, b"},
+		{"half way", []clusterv1.Machine{machine("b", "node-b"), machine("c", "node-c"), machine("d", "")},
+			"md-0: 2 new Machines of 2, without a Node: d, old ones left: b"},
+		{"new Machines, one old left", []clusterv1.Machine{machine("b", "node-b"), machine("c", "node-c"), machine("d", "node-d")},
+			"md-0: 2 new Machines of 2, old ones left: b"},
+		{"one new Machine too few", []clusterv1.Machine{machine("c", "node-c")}, "md-0: 1 new Machines of 2"},
+		{"done", []clusterv1.Machine{machine("c", "node-c"), machine("d", "node-d")}, ""},
+		{"one too many", []clusterv1.Machine{machine("c", "node-c"), machine("d", "node-d"), machine("e", "node-e")}, "md-0: 3 new Machines of 2"},
+	} {
+		if got := rolledOut(ro, tc.machines); got != tc.want {
+			t.Errorf("%s: rolledOut = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }

@@ -59,6 +59,14 @@ var specWaits = map[string][]string{
 		// Each scaling step (3, 1, 0 by default: set Timeout for more).
 		[]string{"wait-machine-pool-nodes", "wait-machine-pool-nodes", "wait-machine-pool-nodes"},
 		healthWaits),
+	specMDRollout: slices.Concat(
+		// Creating its cluster; on an existing one, its health checked
+		// first instead (fewer waits).
+		creationWaits,
+		// The new Machines with Nodes, the old Nodes and containers gone;
+		// with a cloud-controller-manager, every Node initialised.
+		[]string{"wait-machine-rollout", "wait-machine-rollout", "wait-nodes-ready"},
+		healthWaits),
 	"md-remediation":  remediationWaits,
 	"kcp-remediation": remediationWaits,
 	"k8s-upgrade-with-runtimesdk": slices.Concat(

@@ -51,6 +51,7 @@ var specFiles = map[string][]string{
 	"quick-start":     {"quick_start.go", "cloud_provider.go"},
 	"k8s-upgrade":     {"cluster_upgrade.go"},
 	"machine-pool":    {"machine_pool.go"},
+	specMDRollout:     {"md_rollout.go"},
 	"md-remediation":  {"machine_health_check.go"},
 	"kcp-remediation": {"machine_health_check.go"},
 	"self-hosted":     {"self_hosted.go"},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -89,8 +90,36 @@ func (e *Environment) writeAccess(ctx context.Context, name, dir string) error {
 	if e.cfg != nil {
 		source = e.cfg.Build.ClusterAPI.Source
 	}
+	// The workload clusters' cloud provider, as DOCKER_CLOUD_PROVIDER
+	// says it: a later run against them (make iterate) checks what it
+	// does only where it runs.
+	cloudProvider := ""
+	if e.CloudControllerManager() != nil {
+		cloudProvider = "external"
+	}
 	// Shell assignments (make up and make iterate source it).
-	write("env.txt", []byte(fmt.Sprintf("name=%q\nrun_id=%q\nmanagement_cluster=%q\nclusterctl_config=%q\nartifacts=%q\nworkload_clusters=%q\ncapi_source=%q\n",
-		name, e.RunID, e.ManagementClusterName, e.ClusterctlConfigPath, e.ArtifactFolder, strings.Join(names, " "), source)))
+	write("env.txt", []byte(fmt.Sprintf("name=%q\nrun_id=%q\nmanagement_cluster=%q\nclusterctl_config=%q\nartifacts=%q\nworkload_clusters=%q\ncapi_source=%q\ncloud_provider=%q\n",
+		name, e.RunID, e.ManagementClusterName, e.ClusterctlConfigPath, e.ArtifactFolder, strings.Join(names, " "), source, cloudProvider)))
 	return errors.Join(errs...)
+}
+
+// EnvWorkloadCluster names, as "namespace/name", a workload cluster of
+// the management cluster that a spec able to work on an existing cluster
+// uses instead of creating its own (`make iterate` sets it to the cluster
+// `make up` kept). Unset: every spec creates its cluster.
+const EnvWorkloadCluster = "CAPD_E2E_WORKLOAD_CLUSTER"
+
+// ExistingWorkloadCluster returns the cluster EnvWorkloadCluster names,
+// or nil when it is unset; a value that is not "namespace/name" is an
+// error naming it.
+func ExistingWorkloadCluster() (*types.NamespacedName, error) {
+	v := os.Getenv(EnvWorkloadCluster)
+	if v == "" {
+		return nil, nil
+	}
+	ns, name, ok := strings.Cut(v, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return nil, fmt.Errorf("%s=%q: want one workload cluster as namespace/name", EnvWorkloadCluster, v)
+	}
+	return &types.NamespacedName{Namespace: ns, Name: name}, nil
 }
