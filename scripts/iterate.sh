@@ -5,8 +5,12 @@
 # whose inputs changed: make images caches by content), loads the changed
 # ones into the kept management cluster's nodes, restarts the controllers
 # that run them and waits for their rollout, then runs the chosen spec
-# (GINKGO_LABEL_FILTER, default the PR-Blocking quick-start) against that
-# cluster with USE_EXISTING_CLUSTER. Artifacts: _explore/NAME/iterate/<time>.
+# (GINKGO_LABEL_FILTER) against that management cluster with
+# USE_EXISTING_CLUSTER. The default, md-rollout, rolls out the kept
+# workload cluster's MachineDeployments (CAPD_E2E_WORKLOAD_CLUSTER): every
+# controller at work on a cluster that is up already, which it leaves
+# running; any other spec creates and deletes a cluster of its own
+# (PR-Blocking: the quick-start). Artifacts: _explore/NAME/iterate/<time>.
 set -o errexit -o nounset -o pipefail
 REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO_ROOT"
@@ -58,7 +62,16 @@ if ((${#changed[@]})); then
   log "controllers rolled out after $(($(date +%s) - start))s"
 fi
 
-export USE_EXISTING_CLUSTER=true GINKGO_LABEL_FILTER=${GINKGO_LABEL_FILTER:-PR-Blocking}
+export USE_EXISTING_CLUSTER=true GINKGO_LABEL_FILTER=${GINKGO_LABEL_FILTER:-md-rollout}
+# The kept workload cluster, for a spec that works on an existing one, and
+# its cloud provider, so that the spec checks the manager where it runs.
+read -ra clusters <<<"${workload_clusters:-}"
+if ((${#clusters[@]} == 1)); then
+  export CAPD_E2E_WORKLOAD_CLUSTER=${clusters[0]}
+elif [[ $GINKGO_LABEL_FILTER == md-rollout ]]; then
+  die "\"$NAME\" keeps ${#clusters[@]} workload clusters (${workload_clusters:-none}): md-rollout needs exactly one"
+fi
+export DOCKER_CLOUD_PROVIDER=${cloud_provider-external}
 export ARTIFACTS=$DIR/iterate/$(date -u +%Y%m%dT%H%M%S)
 log "running \"$GINKGO_LABEL_FILTER\" against \"$NAME\" (artifacts: $ARTIFACTS)"
 rc=0
