@@ -3,10 +3,12 @@
 SHELL := /usr/bin/env bash
 
 # E2E selection, as upstream's Makefile: GINKGO_FOCUS, GINKGO_SKIP (space
-# separated), GINKGO_LABEL_FILTER, GINKGO_NODES.
+# separated), GINKGO_LABEL_FILTER, GINKGO_NODES. An unset
+# GINKGO_LABEL_FILTER is each target's default: PR-Blocking for make
+# test-e2e, md-rollout on the kept cluster for make iterate.
 GINKGO_FOCUS ?=
 GINKGO_SKIP ?=
-GINKGO_LABEL_FILTER ?= PR-Blocking
+GINKGO_LABEL_FILTER ?=
 GINKGO_NODES ?= 1
 export GINKGO_FOCUS GINKGO_SKIP GINKGO_LABEL_FILTER GINKGO_NODES
 

@@ -47,19 +47,59 @@ for ref in "${!before[@]}"; do
 done
 log "rebuilt and changed: ${changed[*]:-none}"
 
+# take_over_leases NS OLD_PODS...: a restarted controller leads only once
+# its old pod's leader lease expires (15 s for Cluster API's managers,
+# which do not release it when they stop). Once that old pod is gone, its
+# lease is stale: deleted here, so that the new pod leads at its next try
+# (2 s); then wait until a pod of the new ones holds it.
+take_over_leases() {
+  local ns=$1 lease holder pod i
+  shift
+  local old=" $* "
+  while read -r lease holder; do
+    pod=${holder%%_*}
+    [[ -n $pod && $old == *" $pod "* ]] || continue
+    kubectl wait --for=delete "pod/$pod" -n "$ns" --timeout=2m >/dev/null 2>&1 || true
+    ! kubectl get pod -n "$ns" "$pod" >/dev/null 2>&1 || die "the old pod $ns/$pod is still there 2m after the restart"
+    # Only if the old pod still holds it: the new one may have taken it.
+    [[ $(kubectl get lease -n "$ns" "$lease" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null) == "$holder" ]] || continue
+    kubectl delete lease -n "$ns" "$lease" >/dev/null
+    for ((i = 0; i < 60; i++)); do
+      holder=$(kubectl get lease -n "$ns" "$lease" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null || true)
+      pod=${holder%%_*}
+      [[ -n $pod && $old != *" $pod "* ]] && break
+      sleep 1
+    done
+    [[ -n $pod && $old != *" $pod "* ]] || die "no new pod of $ns took the lease $lease within 60s"
+    log "lease $ns/$lease: released by the old pod, held by $pod"
+  done < <(kubectl get leases -n "$ns" -o jsonpath='{range .items[*]}{.metadata.name} {.spec.holderIdentity}{"\n"}{end}')
+}
+
 if ((${#changed[@]})); then
   go build -o hack/tools/bin/capd-e2e-load ./cmd/capd-e2e-load
   hack/tools/bin/capd-e2e-load -cluster "$management_cluster" "${changed[@]}"
+  restarted=()
+  declare -A old_pods
   for d in "${deployments[@]}"; do
     for ref in "${changed[@]}"; do
       if [[ " ${d#* } " == *" $ref "* ]]; then
         ns=${d%%/*} name=${d%% *}; name=${name#*/}
+        old_pods[$ns]="${old_pods[$ns]:-} $(kubectl get pods -n "$ns" -o jsonpath='{.items[*].metadata.name}')"
         kubectl rollout restart deployment -n "$ns" "$name"
-        kubectl rollout status deployment -n "$ns" "$name" --timeout=5m
+        restarted+=("$ns/$name")
+        break
       fi
     done
   done
-  log "controllers rolled out after $(($(date +%s) - start))s"
+  # All at once: they restart side by side.
+  for d in "${restarted[@]}"; do
+    kubectl rollout status deployment -n "${d%%/*}" "${d#*/}" --timeout=5m
+  done
+  for ns in "${!old_pods[@]}"; do
+    # shellcheck disable=SC2086 # a list of pod names
+    take_over_leases "$ns" ${old_pods[$ns]}
+  done
+  log "controllers rolled out and leading after $(($(date +%s) - start))s"
 fi
 
 export USE_EXISTING_CLUSTER=true GINKGO_LABEL_FILTER=${GINKGO_LABEL_FILTER:-md-rollout}

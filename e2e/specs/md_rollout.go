@@ -65,8 +65,8 @@ type MachineDeploymentRolloutSpecInput struct {
 // its rollout.after to now (a Cluster of a ClusterClass: its topology's,
 // which the topology controller hands down). It checks that each
 // MachineDeployment ends with only new Machines, as many as its replicas,
-// each with a Node; that the old Machines, their Nodes and their
-// containers are gone; with a CloudControllerManager, that it initialised
+// each with a Node; that the old MachineSets, Machines, their Nodes and
+// their containers are gone; with a CloudControllerManager, that it initialised
 // the new Nodes; and that the Cluster is Available with every Machine
 // Ready. Every controller takes part: Cluster API's core makes a
 // MachineSet and Machines and drains and deletes the old ones, the kubeadm
@@ -78,7 +78,8 @@ type MachineDeploymentRolloutSpecInput struct {
 // that is up already, with nothing to create first.
 //
 // Spec name: "md-rollout". Intervals: those of the quick-start's
-// creation, wait-machine-rollout (the new Machines; the old ones gone),
+// creation, wait-machine-rollout (the new Machines; the old MachineSets
+// gone; the old Nodes and containers gone),
 // and with a CloudControllerManager wait-nodes-ready.
 // Variables: KUBERNETES_VERSION (only when it creates the cluster).
 func MachineDeploymentRolloutSpec(inputGetter func() MachineDeploymentRolloutSpecInput) {
@@ -120,6 +121,8 @@ type mdRollout struct {
 	// old maps each Machine of the MachineDeployment before the rollout to
 	// its Node.
 	old map[string]string
+	// oldSets are its MachineSets before the rollout.
+	oldSets []string
 }
 
 // rollOutMachineDeployments rolls out every MachineDeployment of the
@@ -138,6 +141,11 @@ func (r *run) rollOutMachineDeployments(ctx context.Context) {
 			Expect(c.List(ctx, machines, client.InNamespace(r.namespace), mdLabels(r.clusterName, md.Name))).To(Succeed())
 			for _, m := range machines.Items {
 				ro.old[m.Name] = m.Status.NodeRef.Name
+			}
+			sets := &clusterv1.MachineSetList{}
+			Expect(c.List(ctx, sets, client.InNamespace(r.namespace), mdLabels(r.clusterName, md.Name))).To(Succeed())
+			for _, ms := range sets.Items {
+				ro.oldSets = append(ro.oldSets, ms.Name)
 			}
 			rollouts = append(rollouts, ro)
 		}
@@ -186,6 +194,28 @@ func (r *run) rollOutMachineDeployments(ctx context.Context) {
 		Expect(err).ToNot(HaveOccurred())
 	})
 	took := time.Since(start)
+
+	r.step("wait for the old MachineSets to be deleted", func() {
+		// The MachineDeployment deletes a MachineSet it scaled to zero;
+		// until it is gone its finalizers are being removed, and the
+		// rollout is not over.
+		err := r.wait(wc, "wait-machine-rollout", "the old MachineSets of "+r.clusterName+" deleted", &clusterv1.MachineSetList{}, r.clusterLabels()).Until(ctx, func(ctx context.Context) (bool, string) {
+			var left []string
+			for _, ro := range rollouts {
+				for _, name := range ro.oldSets {
+					err := wc.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: name}, &clusterv1.MachineSet{})
+					switch {
+					case err == nil:
+						left = append(left, name)
+					case !apierrors.IsNotFound(err):
+						return false, err.Error()
+					}
+				}
+			}
+			return len(left) == 0, "MachineSets " + strings.Join(left, ", ") + " still there"
+		})
+		Expect(err).ToNot(HaveOccurred())
+	})
 
 	r.step("check the old Machines' Nodes and containers are gone", func() {
 		wl := r.mgmt.GetWorkloadCluster(ctx, r.namespace, r.clusterName)

@@ -63,9 +63,10 @@ var specWaits = map[string][]string{
 		// Creating its cluster; on an existing one, its health checked
 		// first instead (fewer waits).
 		creationWaits,
-		// The new Machines with Nodes, the old Nodes and containers gone;
-		// with a cloud-controller-manager, every Node initialised.
-		[]string{"wait-machine-rollout", "wait-machine-rollout", "wait-nodes-ready"},
+		// The new Machines with Nodes, the old MachineSets gone, the old
+		// Nodes and containers gone; with a cloud-controller-manager,
+		// every Node initialised.
+		[]string{"wait-machine-rollout", "wait-machine-rollout", "wait-machine-rollout", "wait-nodes-ready"},
 		healthWaits),
 	"md-remediation":  remediationWaits,
 	"kcp-remediation": remediationWaits,
