@@ -104,9 +104,10 @@ func (r *run) checkNodesInitialised(ctx context.Context, wl framework.ClusterPro
 // image, serving its health endpoint) through a Service of type
 // LoadBalancer, waits for the cloud controller manager to give it an
 // address, checks the address answers from the host, deletes the Service
-// and checks its load balancer container is gone. It asserts through g and
-// times its phases with step, so that it can run beside the spec's own
-// waits (startLoadBalancerCheck).
+// and checks its load balancer container is gone, then removes its
+// backend (the Deployment and its ConfigMap) and waits for the pod to go.
+// It asserts through g and times its phases with step, so that it can run
+// beside the spec's own waits (startLoadBalancerCheck).
 func (r *run) checkLoadBalancer(ctx context.Context, wl framework.ClusterProxy, g Gomega, step func(string, func())) {
 	const namespace, name = "default", "capd-e2e-lb"
 	c := wl.GetClient()
@@ -230,6 +231,21 @@ func (r *run) checkLoadBalancer(ctx context.Context, wl framework.ClusterProxy, 
 		g.Eventually(ctx, func() bool {
 			return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &corev1.Service{}))
 		}).WithTimeout(timeout).WithPolling(poll).Should(BeTrue(), "the Service's finalizer was not released")
+	})
+	step("remove the check's backend", func() {
+		// A kept cluster (make up) is left as its template made it: a pod
+		// left here would be one more for every later drain to evict.
+		for _, obj := range []client.Object{
+			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}},
+		} {
+			g.Expect(client.IgnoreNotFound(c.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)))).To(Succeed())
+		}
+		g.Eventually(ctx, func() ([]corev1.Pod, error) {
+			pods := &corev1.PodList{}
+			err := c.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels(labels))
+			return pods.Items, err
+		}).WithTimeout(timeout).WithPolling(poll).Should(BeEmpty(), "the check's backend pod is still there")
 	})
 }
 

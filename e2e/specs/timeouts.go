@@ -42,10 +42,10 @@ var specWaits = map[string][]string{
 		// With a cloud-controller-manager: every Node initialised; the
 		// LoadBalancer check (beside the machine waits): CoreDNS, an
 		// address, a backend Node, the answer, the load balancer gone,
-		// the Service gone.
+		// the Service gone, the backend pod gone.
 		[]string{"wait-nodes-ready",
 			"wait-load-balancer", "wait-load-balancer", "wait-worker-nodes",
-			"wait-load-balancer", "wait-load-balancer", "wait-load-balancer"}),
+			"wait-load-balancer", "wait-load-balancer", "wait-load-balancer", "wait-load-balancer"}),
 	"k8s-upgrade": slices.Concat(creationWaits,
 		// The control plane's Machines (a topology's:
 		// wait-control-plane-upgrade), kube-proxy, CoreDNS and etcd; the
