@@ -45,6 +45,9 @@ func (r *run) clusterExists(ctx context.Context) bool {
 // servers: the two share nothing.
 func (r *run) clusterCleanup(ctx SpecContext) {
 	exists := r.clusterExists(ctx)
+	// A kept cluster that passed keeps its logs in its machines, which go
+	// on running: they are collected only when the spec failed.
+	collectLogs := !r.adopted || CurrentSpecReport().Failed()
 	collected := map[string]bool{} // the containers whose logs were collected
 	var containers sync.WaitGroup
 	containers.Go(func() {
@@ -62,9 +65,7 @@ func (r *run) clusterCleanup(ctx SpecContext) {
 			r.summary.SetSnapshot(summary.Snapshot{Path: filepath.Join("clusters", r.clusterName, snapshot.TableFile), Table: table.String(), Containers: summaryContainers(s)})
 			return err
 		})
-		// A kept cluster that passed keeps its logs in its machines, which
-		// go on running: they are collected only when the spec failed.
-		if n > 0 && (!r.adopted || CurrentSpecReport().Failed()) {
+		if n > 0 && collectLogs {
 			r.asyncStep("cleanup: collect machine logs", func() error {
 				return r.collector.CollectClusterExcept(ctx, r.clusterName, r.clusterDir(), collected)
 			})
@@ -121,7 +122,7 @@ func (r *run) clusterCleanup(ctx SpecContext) {
 		})
 	}
 	containers.Wait()
-	if exists && (!r.adopted || CurrentSpecReport().Failed()) {
+	if exists && collectLogs {
 		// CAPD goes on creating machines until the cluster is deleted: a
 		// spec that failed or was interrupted while one was being provisioned
 		// may find its container only now. Its logs would go with it.

@@ -27,6 +27,11 @@ const (
 	// management.kubeconfig, <cluster>.kubeconfig per workload cluster
 	// (and workload.kubeconfig when there is one), and env.txt.
 	EnvEnvDir = "CAPD_E2E_ENV_DIR"
+	// EnvWorkloadCluster names, as "namespace/name", a workload cluster
+	// of the management cluster that a spec able to work on an existing
+	// cluster uses instead of creating its own (`make iterate` sets it to
+	// the cluster `make up` kept). Unset: every spec creates its cluster.
+	EnvWorkloadCluster = "CAPD_E2E_WORKLOAD_CLUSTER"
 )
 
 // keep marks the run as kept, so that no later run and no `make
@@ -102,12 +107,6 @@ func (e *Environment) writeAccess(ctx context.Context, name, dir string) error {
 		name, e.RunID, e.ManagementClusterName, e.ClusterctlConfigPath, e.ArtifactFolder, strings.Join(names, " "), source, cloudProvider)))
 	return errors.Join(errs...)
 }
-
-// EnvWorkloadCluster names, as "namespace/name", a workload cluster of
-// the management cluster that a spec able to work on an existing cluster
-// uses instead of creating its own (`make iterate` sets it to the cluster
-// `make up` kept). Unset: every spec creates its cluster.
-const EnvWorkloadCluster = "CAPD_E2E_WORKLOAD_CLUSTER"
 
 // ExistingWorkloadCluster returns the cluster EnvWorkloadCluster names,
 // or nil when it is unset; a value that is not "namespace/name" is an
