@@ -23,6 +23,7 @@ import (
 	"github.com/capd-e2e/capd-e2e/factory/oci"
 	"github.com/capd-e2e/capd-e2e/factory/plan"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
+	"github.com/capd-e2e/capd-e2e/internal/cputime"
 )
 
 // Package is the main package the image runs, relative to the repository.
@@ -116,7 +117,7 @@ func (b *Builder) compile(ctx context.Context, arch, out string) error {
 	}
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	if err := cmd.Run(); err != nil {
+	if err := cputime.Run(ctx, cmd); err != nil {
 		return fmt.Errorf("go build %s: %w: %s", Package, err, strings.TrimSpace(stderr.String()))
 	}
 	return nil

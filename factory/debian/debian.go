@@ -24,6 +24,7 @@ import (
 	"github.com/capd-e2e/capd-e2e/factory/oci"
 	"github.com/capd-e2e/capd-e2e/factory/plan"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
+	"github.com/capd-e2e/capd-e2e/internal/cputime"
 )
 
 // Files are the repository paths whose content shapes the rootfs images
@@ -276,7 +277,7 @@ func (b *RootfsBuilder) runEnv(ctx context.Context, env []string, name string, a
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Run(); err != nil {
+	if err := cputime.Run(ctx, cmd); err != nil {
 		msg := strings.TrimSpace(tail.String())
 		return fmt.Errorf("run %s %s: %w: %s", name, strings.Join(args, " "), err, msg)
 	}

@@ -35,6 +35,7 @@ import (
 
 	"golang.org/x/mod/module"
 
+	"github.com/capd-e2e/capd-e2e/internal/cputime"
 	"github.com/capd-e2e/capd-e2e/internal/gomod"
 )
 
@@ -434,7 +435,7 @@ func (b *Builder) run(ctx context.Context, dir string, env []string, logPath str
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
 	start := time.Now()
-	runErr := cmd.Run()
+	runErr := cputime.Run(ctx, cmd)
 	fmt.Fprintf(logf, "# exit: %v after %s\n", runErr, time.Since(start).Round(time.Second))
 	if runErr == nil {
 		return nil

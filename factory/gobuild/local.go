@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/capd-e2e/capd-e2e/internal/cputime"
 	"github.com/capd-e2e/capd-e2e/internal/gomod"
 )
 
@@ -100,7 +101,7 @@ func (b *Builder) SourceHashes(ctx context.Context, t LocalTarget) (map[string]S
 	cmd.Env = t.target().env()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
+	if err := cputime.Run(ctx, cmd); err != nil {
 		return nil, fmt.Errorf("hash sources in %s: go list: %w: %s", t.Dir, err, strings.TrimSpace(stderr.String()))
 	}
 	byPath := map[string]*listedPackage{}

@@ -16,6 +16,7 @@
 package goimages
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -34,6 +35,7 @@ import (
 	"github.com/capd-e2e/capd-e2e/factory/plan"
 	"github.com/capd-e2e/capd-e2e/framework/config"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
+	"github.com/capd-e2e/capd-e2e/internal/cputime"
 	"github.com/capd-e2e/capd-e2e/internal/gomod"
 )
 
@@ -373,8 +375,10 @@ func (b *Builders) buildPause(ctx context.Context, s plan.Step) error {
 		"-DVERSION=v" + s.Inputs[plan.InputVersion] + "-" + src.Version,
 		"-o", out, filepath.Join(info.Dir, "build", "pause", "linux", "pause.c")}
 	cmd := exec.CommandContext(ctx, cc, args...)
-	if output, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("compile pause.c of %s: %s %s: %w\n%s", src, cc, strings.Join(args, " "), err, output)
+	var output bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &output, &output
+	if err := cputime.Run(ctx, cmd); err != nil {
+		return fmt.Errorf("compile pause.c of %s: %s %s: %w\n%s", src, cc, strings.Join(args, " "), err, output.Bytes())
 	}
 	return b.image(ctx, s, imageContent{
 		files:  map[string]string{"/pause": out},

@@ -34,6 +34,7 @@ import (
 	"github.com/capd-e2e/capd-e2e/factory/oci"
 	"github.com/capd-e2e/capd-e2e/factory/plan"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
+	"github.com/capd-e2e/capd-e2e/internal/cputime"
 )
 
 // The image configuration of kind's base and node images (kind's
@@ -322,6 +323,9 @@ type Helper struct {
 	name   string
 	labels map[string]string
 	rt     runtime.Runtime
+	// cpu is the Meter of StartHelper's context: Remove adds the
+	// container's CPU time to it.
+	cpu *cputime.Meter
 }
 
 // StartHelper runs image as a helper container named name that sleeps
@@ -336,7 +340,7 @@ func StartHelper(ctx context.Context, rt runtime.Runtime, image, name, runID str
 	if err != nil {
 		return nil, fmt.Errorf("start helper container %q: %w", name, err)
 	}
-	return &Helper{ID: id, name: name, labels: labels, rt: rt}, nil
+	return &Helper{ID: id, name: name, labels: labels, rt: rt, cpu: cputime.From(ctx)}, nil
 }
 
 // Commit commits the helper as an image. The engine copies a container's
@@ -378,9 +382,18 @@ func (h *Helper) RunStdin(ctx context.Context, stdin io.Reader, cmd ...string) (
 }
 
 // Remove removes the helper, with a context of its own: it runs in defers,
-// when the build's context may have ended.
+// when the build's context may have ended. First it adds the CPU time the
+// container used to the Meter (internal/cputime) of StartHelper's
+// context, if it had one.
 func (h *Helper) Remove() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	if h.cpu != nil {
+		if out, err := h.Run(ctx, "sh", "-c", cputime.CgroupScript); err == nil {
+			if d, err := cputime.ParseCgroup(out); err == nil {
+				h.cpu.Add(d)
+			}
+		}
+	}
 	_ = h.rt.RemoveContainer(ctx, h.ID)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/capd-e2e/capd-e2e/framework/config"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
+	"github.com/capd-e2e/capd-e2e/internal/cputime"
 )
 
 // ImageInspector reads an image's labels from the engine; runtime.Images
@@ -344,11 +345,13 @@ func Run(ctx context.Context, p *Plan, opts RunOptions) error {
 			fmt.Fprintf(out, "%s: building %s (%s)\n", prefix(s.step), s.step.Image, byID[s.step.ID].Reason)
 			go func(st Step) {
 				t0 := time.Now()
-				err := opts.Builders[st.Kind].Build(ctx, st.clone())
+				bctx, cpu := cputime.With(ctx)
+				err := opts.Builders[st.Kind].Build(bctx, st.clone())
 				if err == nil {
 					err = checkLabel(ctx, opts.Images, st)
 				}
-				results <- buildResult{step: st, err: err, elapsed: time.Since(t0).Round(100 * time.Millisecond)}
+				results <- buildResult{step: st, err: err, elapsed: time.Since(t0).Round(100 * time.Millisecond),
+					cpu: cpu.Total().Round(100 * time.Millisecond)}
 			}(s.step)
 		}
 		if sched.busy() == 0 {
@@ -364,11 +367,11 @@ func Run(ctx context.Context, p *Plan, opts RunOptions) error {
 		if r.err != nil {
 			state[s.ID] = stateFailed
 			errs = append(errs, fmt.Errorf("build image %q (step %s): %w", s.Image, s.ID, r.err))
-			fmt.Fprintf(out, "%s: failed after %s: %v\n", prefix(s), r.elapsed, r.err)
+			fmt.Fprintf(out, "%s: failed after %s (cpu %s): %v\n", prefix(s), r.elapsed, r.cpu, r.err)
 		} else {
 			state[s.ID] = stateBuilt
 			built++
-			fmt.Fprintf(out, "%s: built in %s\n", prefix(s), r.elapsed)
+			fmt.Fprintf(out, "%s: built in %s (cpu %s)\n", prefix(s), r.elapsed, r.cpu)
 		}
 		sched.finished(s.ID)
 	}

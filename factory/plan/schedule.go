@@ -59,6 +59,9 @@ type buildResult struct {
 	step    Step
 	err     error
 	elapsed time.Duration
+	// cpu is the CPU time of the processes and containers the build
+	// started (internal/cputime).
+	cpu time.Duration
 }
 
 // started is a step the scheduler released: to build, or, with skip set,

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"golang.org/x/mod/module"
+
+	"github.com/capd-e2e/capd-e2e/internal/cputime"
 )
 
 // EnvCacheDir overrides the default cache directory.
@@ -89,7 +91,7 @@ func download(ctx context.Context, goCmd string, m module.Version) (ModuleInfo, 
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOTOOLCHAIN=local", "GOFLAGS=")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
+	runErr := cputime.Run(ctx, cmd)
 	var doc struct {
 		Path, Version, Dir, GoMod, Info, Error string
 	}

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/capd-e2e/capd-e2e/internal/cputime"
 )
 
 // Tool is a main package of a module, built as a program the harness runs
@@ -74,7 +76,7 @@ func Install(ctx context.Context, t Tool) (string, error) {
 	cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOWORK=off", "GOTOOLCHAIN=local", "GOFLAGS=", "CGO_ENABLED=0")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
+	if err := cputime.Run(ctx, cmd); err != nil {
 		return "", fmt.Errorf("go install %s: %w: %s", what, err, strings.TrimSpace(out.String()))
 	}
 	if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, fs.ErrExist) {

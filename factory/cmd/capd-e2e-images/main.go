@@ -57,6 +57,7 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/repository"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
+	"github.com/capd-e2e/capd-e2e/internal/cputime"
 	"github.com/capd-e2e/capd-e2e/internal/gomod"
 )
 
@@ -300,7 +301,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			errs = append(errs, err)
 		}
 	}
-	fmt.Fprintf(stdout, "total: %s\n", time.Since(start).Round(100*time.Millisecond))
+	self, children := cputime.Self()
+	fmt.Fprintf(stdout, "total: %s (cpu: this process %s, the commands it ran %s)\n", time.Since(start).Round(100*time.Millisecond),
+		self.Round(100*time.Millisecond), children.Round(100*time.Millisecond))
 	return errors.Join(errs...)
 }
 
