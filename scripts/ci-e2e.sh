@@ -94,9 +94,9 @@ stage="provide the images"
 trap junit_if_missing EXIT
 scripts/images.sh 2>&1 | tee "$ARTIFACTS/localhost/images.log" "$ARTIFACTS/localhost/stage.log"
 log "images ready after $(( $(date +%s) - start ))s"
-go build -o hack/tools/bin/capd-e2e-clean ./cmd/capd-e2e-clean
-go build -o hack/tools/bin/capd-e2e-secrets ./cmd/capd-e2e-secrets
-go build -o hack/tools/bin/capd-e2e-engine ./cmd/capd-e2e-engine
+CGO_ENABLED=0 go build -gcflags=all=-dwarf=false -o hack/tools/bin/capd-e2e-clean ./cmd/capd-e2e-clean
+CGO_ENABLED=0 go build -gcflags=all=-dwarf=false -o hack/tools/bin/capd-e2e-secrets ./cmd/capd-e2e-secrets
+CGO_ENABLED=0 go build -gcflags=all=-dwarf=false -o hack/tools/bin/capd-e2e-engine ./cmd/capd-e2e-engine
 events_since=$(date -u +%s)
 
 # The engine's state through our runtime (no docker CLI: a Podman host

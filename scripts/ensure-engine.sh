@@ -37,7 +37,8 @@ log() { printf 'ensure-engine: %s\n' "$*" >&2; }
 # lists, where Podman's version (4.3.1) would read as a Docker older than 23.
 REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ENGINE=$REPO_ROOT/hack/tools/bin/capd-e2e-engine
-(cd "$REPO_ROOT" && go build -o "$ENGINE" ./cmd/capd-e2e-engine)
+# As the other tools (gobuild.HarnessEnv and HarnessFlags).
+(cd "$REPO_ROOT" && CGO_ENABLED=0 go build -gcflags=all=-dwarf=false -o "$ENGINE" ./cmd/capd-e2e-engine)
 engine_up() { timeout 10 "$ENGINE" version >/dev/null 2>&1; }
 SYSTEM_PIDFILE=/var/run/docker.pid
 system_dockerd() { [[ -f $SYSTEM_PIDFILE ]] && kill -0 "$(cat "$SYSTEM_PIDFILE")" 2>/dev/null && [[ $(cat "/proc/$(cat "$SYSTEM_PIDFILE")/comm" 2>/dev/null) == dockerd ]]; }

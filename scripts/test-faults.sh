@@ -42,9 +42,9 @@ newid() { od -An -N6 -tx1 /dev/urandom | tr -d ' \n'; }
 
 scripts/ensure-engine.sh --privileged-nesting
 scripts/images.sh >"$OUT/images.log" 2>&1
-go build -o hack/tools/bin/capd-e2e-clean ./cmd/capd-e2e-clean
-go build -o hack/tools/bin/capd-e2e-secrets ./cmd/capd-e2e-secrets
-go build -o hack/tools/bin/capd-e2e-engine ./cmd/capd-e2e-engine
+CGO_ENABLED=0 go build -gcflags=all=-dwarf=false -o hack/tools/bin/capd-e2e-clean ./cmd/capd-e2e-clean
+CGO_ENABLED=0 go build -gcflags=all=-dwarf=false -o hack/tools/bin/capd-e2e-secrets ./cmd/capd-e2e-secrets
+CGO_ENABLED=0 go build -gcflags=all=-dwarf=false -o hack/tools/bin/capd-e2e-engine ./cmd/capd-e2e-engine
 
 # What the engine holds, to compare before and after a scenario.
 state() {

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/capd-e2e/capd-e2e/factory/gobuild"
@@ -57,6 +58,9 @@ type Builder struct {
 	// TempDir holds the binary while the image is made; if unset,
 	// os.TempDir().
 	TempDir string
+	// Slots, if set, bounds the go commands compiling at once, with the
+	// other builders' (gobuild.Slots).
+	Slots *gobuild.Slots
 }
 
 var _ plan.Builder = (*Builder)(nil)
@@ -102,22 +106,24 @@ func (b *Builder) Build(ctx context.Context, step plan.Step) error {
 	})
 }
 
-// compile runs go build in the repository: static, trimmed, stripped, and
-// without the compiler's DWARF, as gobuild's builds (gobuild.GCFlags).
+// compile runs go build in the repository, stripped, the way the harness's
+// tools and suite are compiled (gobuild.HarnessEnv, gobuild.HarnessFlags),
+// so that it reuses the packages they compiled.
 func (b *Builder) compile(ctx context.Context, arch, out string) error {
 	goCmd := b.Go
 	if goCmd == "" {
 		goCmd = "go"
 	}
-	cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-gcflags="+gobuild.GCFlags, "-ldflags=-s -w", "-o", out, Package)
+	args := slices.Concat([]string{"build"}, gobuild.HarnessFlags, []string{"-ldflags=-s -w", "-o", out, Package})
+	cmd := exec.CommandContext(ctx, goCmd, args...)
 	cmd.Dir = b.RepoRoot
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOFLAGS=-mod=readonly", "GOWORK=off")
+	cmd.Env = slices.Concat(os.Environ(), gobuild.HarnessEnv, []string{"GOOS=linux", "GOFLAGS=-mod=readonly", "GOWORK=off"})
 	if arch != "" {
 		cmd.Env = append(cmd.Env, "GOARCH="+arch)
 	}
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	if err := cputime.Run(ctx, cmd); err != nil {
+	if err := b.Slots.Hold(ctx, func() error { return cputime.Run(ctx, cmd) }); err != nil {
 		return fmt.Errorf("go build %s: %w: %s", Package, err, strings.TrimSpace(stderr.String()))
 	}
 	return nil

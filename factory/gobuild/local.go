@@ -252,7 +252,8 @@ func (b *Builder) BuildLocal(ctx context.Context, t LocalTarget, sources map[str
 	}
 	args = append(args, "-o", tmpOut+string(filepath.Separator))
 	args = append(args, t.Packages...)
-	if err := b.run(ctx, t.Dir, tt.env(), res.Log, args...); err != nil {
+	// SourceHashes loaded the packages, so the modules are downloaded.
+	if err := b.Slots.Hold(ctx, func() error { return b.run(ctx, t.Dir, tt.env(), res.Log, args...) }); err != nil {
 		return Result{}, fmt.Errorf("go build %s: %w", what, err)
 	}
 	if err := os.RemoveAll(outDir); err != nil {

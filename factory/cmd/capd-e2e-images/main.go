@@ -16,11 +16,13 @@
 // holds with current inputs (Docker's store, for a run on Podman's
 // service): streamed from its image save into this engine's image load.
 // Only the targets (node images, load balancer, controllers, -only's
-// steps) and what they need are provided. Steps build -jobs at a time (CAPD_E2E_BUILD_JOBS, else the
-// number of CPUs) within a memory budget of three quarters of the memory
-// available at start; the longest chain of steps starts first. Steps that
-// compile Go run one at a time (goSlot), with GOGC=400 unless GOGC
-// is set; the others build beside them.
+// steps) and what they need are provided.
+// Steps build -jobs at a time (CAPD_E2E_BUILD_JOBS, else twice the number
+// of CPUs) within a memory budget of three quarters of the memory
+// available at start; the longest chain of steps starts first. Only one go
+// command compiles at a time (gobuild.Slots), with GOGC=400 unless GOGC is
+// set; module downloads, Debian root file systems, image assembly and loads
+// go on beside it.
 // Environment: CAPD_E2E_CACHE (default $HOME/.cache/capd-e2e)
 // holds Go wrapper modules, build logs and compiled binaries; DOCKER_HOST
 // selects the engine as for the Docker CLI; CAPI_SOURCE_DIR builds Cluster
@@ -104,7 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.verbose, "v", false, "also print the go command's output (it always goes to a log file)")
 	copyFrom, copyFromSet := os.LookupEnv(EnvCopyFrom)
 	fs.StringVar(&o.copyFrom, "copy-from", copyFrom, "another engine's endpoint: images it holds with current inputs are copied from it instead of built (default: "+EnvCopyFrom+"; unset, on Podman: a Docker engine at "+defaultDockerHost+" when one answers; empty: none)")
-	jobs := goruntime.NumCPU()
+	jobs := 2 * goruntime.NumCPU()
 	if v := os.Getenv(EnvJobs); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -112,7 +114,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 		jobs = n
 	}
-	fs.IntVar(&o.jobs, "jobs", jobs, "how many steps build at once, within the memory budget (default: "+EnvJobs+", else the number of CPUs)")
+	fs.IntVar(&o.jobs, "jobs", jobs, "how many steps build at once, within the memory budget; one of them compiles Go at a time (default: "+EnvJobs+", else twice the number of CPUs)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -201,6 +203,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The go commands this process runs inherit its environment.
+	if _, set := os.LookupEnv("GOGC"); !set {
+		if err := os.Setenv("GOGC", buildGOGC); err != nil {
+			return err
+		}
+	}
 	// The builders' own files are the harness's, wherever the config is
 	// (a provider's config lives in the provider's repository).
 	repoRoot := cfg.HarnessDir()
@@ -208,7 +216,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	gob := &gobuild.Builder{CacheDir: cacheDir}
+	// One go command compiles at a time, whichever builder runs it.
+	slots := gobuild.NewSlots(1)
+	gob := &gobuild.Builder{CacheDir: cacheDir, Slots: slots}
 	t0 := time.Now()
 	full, err := plan.New(cfg, plan.Options{RepoRoot: repoRoot, Files: builderFiles(), SourceHashes: sourceHashes(ctx, gob)})
 	if err != nil {
@@ -243,7 +253,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		plan.KindKindBase:              &kindbase.Builder{Runtime: rt, Go: gob, RunID: runID, Log: logw},
 		plan.KindNode:                  &nodeimage.Builder{Runtime: rt, Kube: goImages, KubeRouter: cfg.Build.KubeRouter, RunID: runID, Log: logw},
 		plan.KindHAProxy:               &nodeimage.HAProxyBuilder{Images: rt},
-		plan.KindCertManagerSubstitute: &cmimage.Builder{Images: rt, RepoRoot: repoRoot},
+		plan.KindCertManagerSubstitute: &cmimage.Builder{Images: rt, RepoRoot: repoRoot, Slots: slots},
 	}
 	goImages.Register(builders)
 
@@ -257,17 +267,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	var errs []error
 	reg := cfg.Build.Registry
-	// The go commands the builders run inherit this process's environment.
-	if _, set := os.LookupEnv("GOGC"); !set {
-		if err := os.Setenv("GOGC", buildGOGC); err != nil {
-			return err
-		}
-	}
 	opts := plan.RunOptions{
 		Images: rt, Builders: builders, Progress: stdout, Rebuild: o.rebuild, Targets: o.only,
 		Puller: &images.Puller{Images: rt, Mirror: reg.Mirror},
 		Policy: func(s plan.Step) string { return reg.PolicyFor(s.ID, s.Published) },
-		Jobs:   o.jobs, MemoryBudget: memoryBudget(), Cost: plan.DefaultCost, Exclusive: goSlot,
+		Jobs:   o.jobs, MemoryBudget: memoryBudget(), Cost: plan.DefaultCost, Exclusive: goimages.SharedBuild,
 	}
 	if reg.Publish != "" {
 		opts.Publisher = &registry.Publisher{Images: rt, Registry: reg.Publish}
@@ -310,32 +314,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // memoryBudget is three quarters of the memory available now (MemAvailable
 // in /proc/meminfo), leaving the rest to the engine and the page cache; 0
 // (no budget) where that cannot be read.
-// goSlot returns the key to give plan.RunOptions.Exclusive: one key,
-// goSlotKey, for every step whose builder compiles with the go command, so
-// that those run one at a time, and goimages.SharedBuild's key for the other
-// steps, which still build beside them (Debian root filesystems, the load
-// balancer, pause, node images from binaries already built).
-//
-// One go command keeps every CPU busy on its own: go build runs as many
-// compilers as there are CPUs and each compiles concurrently. Two at once on
-// a 2-CPU machine were 1.20 times slower and used 1.24 times the CPU of the
-// same two builds one after the other (bench/scripts/gobuild.sh, two cold
-// etcd builds), and a cold make images that ran Go builds side by side took
-// 59m2.9s.
-//
-// It lives here, not with the builders, because their files are hashed into
-// the images' inputs: a change of schedule must not rebuild images.
-func goSlot(s plan.Step) string {
-	switch s.Kind {
-	case plan.KindKubeComponent, plan.KindEtcd, plan.KindCoreDNS, plan.KindKubeRouter,
-		plan.KindClusterAPI, plan.KindGoImage, plan.KindKindBase, plan.KindCertManagerSubstitute:
-		return goSlotKey
-	}
-	return goimages.SharedBuild(s)
-}
-
-// goSlotKey is goSlot's key for the steps that compile Go.
-const goSlotKey = "go"
 
 // buildGOGC is the GOGC of the go commands (and so of the compilers and
 // linkers) the builders run, unless GOGC is set: their garbage collector runs

@@ -127,30 +127,3 @@ func TestParseMemAvailable(t *testing.T) {
 		t.Errorf("without MemAvailable = %d, want 0", got)
 	}
 }
-
-func TestGoSlot(t *testing.T) {
-	for _, tc := range []struct {
-		step plan.Step
-		want string
-	}{
-		{plan.Step{Kind: plan.KindKubeComponent, Inputs: map[string]string{plan.InputModule: "k8s.io/kubernetes", plan.InputVersion: "v1.36.3"}}, goSlotKey},
-		{plan.Step{Kind: plan.KindKubeComponent, Inputs: map[string]string{plan.InputModule: "k8s.io/kubernetes", plan.InputVersion: "v1.37.2"}}, goSlotKey},
-		{plan.Step{Kind: plan.KindEtcd}, goSlotKey},
-		{plan.Step{Kind: plan.KindCoreDNS}, goSlotKey},
-		{plan.Step{Kind: plan.KindKubeRouter}, goSlotKey},
-		{plan.Step{Kind: plan.KindClusterAPI, Inputs: map[string]string{plan.InputModule: "sigs.k8s.io/cluster-api", plan.InputVersion: "v1.14.2"}}, goSlotKey},
-		{plan.Step{Kind: plan.KindGoImage}, goSlotKey},
-		{plan.Step{Kind: plan.KindKindBase}, goSlotKey}, // crictl
-		{plan.Step{Kind: plan.KindCertManagerSubstitute}, goSlotKey},
-		// Node images take binaries the component steps built: they keep
-		// their version's key and build beside a Go build.
-		{plan.Step{Kind: plan.KindNode, Inputs: map[string]string{plan.InputVersion: "v1.36.3"}}, "k8s.io/kubernetes@v1.36.3"},
-		{plan.Step{Kind: plan.KindRootfs}, ""},
-		{plan.Step{Kind: plan.KindHAProxy}, ""},
-		{plan.Step{Kind: plan.KindPause}, ""},
-	} {
-		if got := goSlot(tc.step); got != tc.want {
-			t.Errorf("goSlot(%s %v) = %q, want %q", tc.step.Kind, tc.step.Inputs, got, tc.want)
-		}
-	}
-}
