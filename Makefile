@@ -23,7 +23,7 @@ test-podman: ## The runtime's integration tests against Podman's Docker-API serv
 lint: ## gofmt and go vet.
 	scripts/lint.sh
 
-images: ## Provide every image the E2E needs: built from the Go module proxy and Debian, or pulled (build.registry). ARGS=-list shows the plan.
+images: ## Provide the images the specs GINKGO_LABEL_FILTER (FOCUS, SKIP) selects need, every image without one: built from the Go module proxy and Debian, or pulled (build.registry). ARGS=-list shows the plan and who needs each step.
 	scripts/images.sh $(ARGS)
 
 test-images: images ## Boot a 2-node kind cluster from the built images (slow).

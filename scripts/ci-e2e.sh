@@ -10,8 +10,9 @@
 # gets to clean up after SIGTERM/SIGINT before it is killed). Ginkgo's
 # output is coloured only on a terminal without CI set.
 #
-# Provides the images (built, or pulled per build.registry), runs the suite
-# with a JUnit report in ARTIFACTS under a run id of its own
+# Provides the images the selected specs need (built, or pulled per
+# build.registry; capd-e2e-images compiles the suite and asks it), runs the
+# suite with a JUnit report in ARTIFACTS under a run id of its own
 # (CAPD_E2E_RUN_ID), then checks by that run id that the run left nothing
 # in the engine (and removes what it left, failing the job), scans the
 # artifacts for secrets (and redacts them, failing the job), and saves the
@@ -36,7 +37,9 @@ GINKGO_TIMEOUT=${GINKGO_TIMEOUT:-3h}
 GRACE_PERIOD=${GRACE_PERIOD:-10m}
 E2E_CONFIG=$(realpath "${E2E_CONFIG:-$REPO_ROOT/config/e2e.yaml}")
 E2E_SUITE_DIR=$(realpath "${E2E_SUITE_DIR:-$REPO_ROOT/e2e}")
-export E2E_CONFIG
+# capd-e2e-images reads the same selection: it compiles the suite and
+# builds only what the selected specs need.
+export E2E_CONFIG E2E_SUITE_DIR GINKGO_LABEL_FILTER GINKGO_FOCUS GINKGO_SKIP
 
 bool() { case "${1,,}" in 1 | true | yes | y | on) echo true ;; "" | 0 | false | no | n | off) echo false ;; *) echo "ci-e2e: $2=$1 is not a boolean (true/false, 1/0, yes/no)" >&2; exit 2 ;; esac; }
 SKIP_RESOURCE_CLEANUP=$(bool "${SKIP_RESOURCE_CLEANUP:-false}" SKIP_RESOURCE_CLEANUP)
@@ -92,7 +95,10 @@ start=$(date +%s)
 log "building or reusing images"
 stage="provide the images"
 trap junit_if_missing EXIT
-scripts/images.sh 2>&1 | tee "$ARTIFACTS/localhost/images.log" "$ARTIFACTS/localhost/stage.log"
+scripts/images.sh -use-existing-cluster="$USE_EXISTING_CLUSTER" -selection-out "$ARTIFACTS/localhost/selection.json" 2>&1 |
+  tee "$ARTIFACTS/localhost/images.log" "$ARTIFACTS/localhost/stage.log"
+# capd-e2e-images compiled the suite there, as `ginkgo build` would.
+SUITE_BINARY=$E2E_SUITE_DIR/$(basename "$E2E_SUITE_DIR").test
 log "images ready after $(( $(date +%s) - start ))s"
 CGO_ENABLED=0 go build -gcflags=all=-dwarf=false -o hack/tools/bin/capd-e2e-clean ./cmd/capd-e2e-clean
 CGO_ENABLED=0 go build -gcflags=all=-dwarf=false -o hack/tools/bin/capd-e2e-secrets ./cmd/capd-e2e-secrets
@@ -116,7 +122,7 @@ fi
 # The suite writes the JUnit report itself (-e2e.junit-report), with each
 # failure's phase, conditions and artifacts first, beside metadata.json and
 # report.html; Ginkgo's own report is kept as JSON.
-args=(-v --trace --tags=e2e --timeout="$GINKGO_TIMEOUT" --nodes="$GINKGO_NODES"
+args=(-v --trace --timeout="$GINKGO_TIMEOUT" --nodes="$GINKGO_NODES"
   --poll-progress-after=60m --poll-progress-interval=5m --fail-on-pending --fail-on-empty
   --json-report=ginkgo-report.json --output-dir="$ARTIFACTS")
 # Colour only on a terminal: Ginkgo cannot tell a pipe or a CI build log
@@ -133,7 +139,7 @@ stage="run the suite"
 # The suite in its own process group, so that a kill reaches the test
 # processes ginkgo starts, not only ginkgo.
 cd "$E2E_SUITE_DIR"
-setsid "$GINKGO" "${args[@]}" . -- \
+setsid "$GINKGO" "${args[@]}" "$SUITE_BINARY" -- \
   -e2e.config="$E2E_CONFIG" -e2e.artifacts-folder="$ARTIFACTS" \
   -e2e.skip-resource-cleanup="$SKIP_RESOURCE_CLEANUP" -e2e.use-existing-cluster="$USE_EXISTING_CLUSTER" &
 suite=$!

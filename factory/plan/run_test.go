@@ -78,7 +78,7 @@ func TestRunBuildsWhatChangedThenNothing(t *testing.T) {
 		`(?m)^images: 2 to build$`,
 		`(?m)^\[\d+/32\] etcd/v3\.7\.1: building registry\.k8s\.io/etcd:3\.7\.1-0 \(not in the engine\)$`,
 		`(?m)^\[\d+/32\] node/v1\.37\.2: building kindest/node:v1\.37\.2 \(inputs changed \(image [0-9a-f]{12}, plan [0-9a-f]{12}\)\)$`,
-		`(?m)^\[\d+/32\] node/v1\.37\.2: built in \d+(\.\d)?m?s$`,
+		`(?m)^\[\d+/32\] node/v1\.37\.2: built in \d+(\.\d)?m?s \(cpu \d+(\.\d)?m?s\)$`,
 		`(?m)^\[1/32\] \S+: up to date \(\S+\)$`,
 		`(?m)^\[\d+/32\] kube-apiserver/v1\.36\.3: not needed \(up to date\)$`,
 		`(?m)^images: 2 built, 0 pulled, 21 up to date, 9 not needed, 0 failed or skipped, in \S+$`,

@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -20,7 +21,9 @@ import (
 
 	"sigs.k8s.io/cluster-api/test/framework/ginkgoextensions"
 
+	"github.com/capd-e2e/capd-e2e/framework/config"
 	"github.com/capd-e2e/capd-e2e/framework/report"
+	"github.com/capd-e2e/capd-e2e/framework/suite/selection"
 )
 
 // Options configure a Suite.
@@ -92,6 +95,11 @@ type Suite struct {
 	// Scheme, if set before the suite runs, is the management cluster
 	// client's scheme (DefaultScheme plus the provider's types).
 	Scheme *apiruntime.Scheme
+	// SelectionFile is -e2e.selection: when set, the suite runs nothing;
+	// it checks the config for the selected specs and writes them, with
+	// the images they need, to this file (framework/suite/selection), for
+	// `make images` to build only those.
+	SelectionFile string
 
 	opts       Options
 	logOptions *logs.Options
@@ -116,6 +124,7 @@ func New(fs *flag.FlagSet, opts Options) *Suite {
 	fs.BoolVar(&s.SkipCleanup, "e2e.skip-resource-cleanup", false, "keep clusters, namespaces and the kind management cluster after the tests")
 	fs.StringVar(&s.ClusterctlConfig, "e2e.clusterctl-config", "", "clusterctl config to use; if empty, a local repository with its config is created in the artifacts folder")
 	fs.BoolVar(&s.UseExistingCluster, "e2e.use-existing-cluster", false, "use the cluster of the current kubeconfig instead of creating a kind cluster")
+	fs.StringVar(&s.SelectionFile, "e2e.selection", "", "run nothing: check the config for the specs the Ginkgo flags select and write them, with the images they need, to this file as JSON (what `make images` builds)")
 	fs.StringVar(&s.JUnitReport, "e2e.junit-report", report.JUnitFile, "the JUnit report's name in the artifacts folder, written with each failure's phase, conditions and artifacts first, beside metadata.json and report.html; empty: none of them (use Ginkgo's --junit-report then)")
 	logsv1.AddGoFlags(s.logOptions, fs)
 	return s
@@ -129,6 +138,10 @@ func (s *Suite) Run(t *testing.T, description string) {
 	g := NewWithT(t)
 	g.Expect(logsv1.ValidateAndApply(s.logOptions, nil)).To(Succeed())
 	ctrl.SetLogger(klog.Background())
+	if s.SelectionFile != "" {
+		g.Expect(s.writeSelection(description)).To(Succeed(), "-e2e.selection")
+		return
+	}
 	if a := os.Getenv("ARTIFACTS"); a != "" {
 		s.ArtifactFolder = a
 	}
@@ -223,6 +236,49 @@ func (s *Suite) selectedRequirements(description string) []Requirement {
 		return nil // only specs of the suite's own, or none
 	}
 	return s.opts.Requirements(labels...)
+}
+
+// writeSelection walks the spec tree as the run would (PreviewSpecs
+// honours the label filter, focus and skip flags), checks the config for
+// the selected specs as setup would (preflight) and writes them, with the
+// images they need (imagesNeeded, which setup's image check uses too), to
+// s.SelectionFile. Selecting no spec is an error, as --fail-on-empty makes
+// it for a run.
+func (s *Suite) writeSelection(description string) error {
+	report := PreviewSpecs(description)
+	var sel selection.Selection
+	var reqs []Requirement
+	for _, sr := range report.SpecReports {
+		if sr.LeafNodeType != types.NodeTypeIt || sr.State != types.SpecStatePassed {
+			continue
+		}
+		text := sr.FullText()
+		sel.Specs = append(sel.Specs, text)
+		var r []Requirement
+		if s.opts.Requirements != nil {
+			r = s.opts.Requirements(sr.Labels()...)
+		}
+		if len(r) == 0 {
+			sel.Unknown = append(sel.Unknown, text)
+			continue
+		}
+		reqs = append(reqs, r...)
+	}
+	if len(sel.Specs) == 0 {
+		return errors.New("the label filter, focus and skip select no spec")
+	}
+	cfg, err := config.Load(s.ConfigPath)
+	if err != nil {
+		return err
+	}
+	if err := preflight(cfg, reqs, !s.UseExistingCluster); err != nil {
+		return err
+	}
+	if s.opts.Requirements != nil {
+		dropUnneeded(cfg, reqs)
+	}
+	sel.Images = imagesNeeded(cfg, reqs, !s.UseExistingCluster)
+	return selection.Write(s.SelectionFile, sel)
 }
 
 func currentKubeconfig() string {

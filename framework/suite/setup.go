@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -210,18 +209,13 @@ func (s *setup) preflight(context.Context) error {
 	version, _ := s.env.cfg.LookupVariable(config.VarKubernetesVersionManagement)
 	s.mgmt, _ = s.env.cfg.Build.KubernetesVersion(version)
 	// The release to upgrade from costs a clusterctl build (minutes, once
-	// per machine) and a rendering: only when a spec needs it.
-	needsPrevious := slices.ContainsFunc(s.in.Requirements, func(r Requirement) bool { return r.PreviousRelease })
-	if s.in.OnlyRequiredExtensions && s.env.cfg.Build.ClusterAPI.Previous != nil && !needsPrevious {
-		s.env.cfg.Build.ClusterAPI.Previous = nil
-		s.log("setup: no selected spec upgrades from build.clusterAPI.previous: its clusterctl and components not prepared")
-	}
-	// The test extension costs clusterctl init a fifth provider to wait
-	// for (18.2 s against 32.0 s in one PR job): only when a spec needs it.
-	if s.in.OnlyRequiredExtensions && s.env.cfg.Build.ClusterAPI.Images.TestExtension != "" &&
-		!slices.ContainsFunc(s.in.Requirements, func(r Requirement) bool { return r.TestExtension }) {
-		s.env.cfg.Build.ClusterAPI.Images.TestExtension = ""
-		s.log("setup: no selected spec needs the test runtime extension: not installed")
+	// per machine) and a rendering, the test extension costs clusterctl
+	// init a fifth provider to wait for (18.2 s against 32.0 s in one PR
+	// job): only when a spec needs them.
+	if s.in.OnlyRequiredExtensions {
+		for _, line := range dropUnneeded(s.env.cfg, s.in.Requirements) {
+			s.log("setup: %s", line)
+		}
 	}
 	return nil
 }
@@ -298,36 +292,8 @@ func setEngineVariables(e2e *clusterctl.E2EConfig, info runtime.EngineInfo) {
 // cluster's images, unless an existing cluster gets its own.
 func (s *setup) checkImages(ctx context.Context) error {
 	cfg := s.env.cfg
-	refs := []string{cfg.Build.LoadBalancer.Image}
-	for _, r := range s.in.Requirements {
-		for _, v := range r.KubernetesVersions {
-			version, _ := cfg.LookupVariable(v)
-			if k, err := cfg.Build.KubernetesVersion(version); err == nil {
-				refs = append(refs, k.NodeImage)
-			}
-		}
-	}
-	if s.in.KubeconfigPath == "" {
-		refs = append(refs, s.mgmt.NodeImage)
-		for _, img := range cfg.ManagementImages() {
-			refs = append(refs, img.Name)
-		}
-	}
-	// A further kind management cluster (the clusterctl-upgrade spec's)
-	// runs the previous release and then the current one.
-	if prev := cfg.PreviousProviders(); len(prev) > 0 {
-		version, _ := cfg.LookupVariable(config.VarKubernetesVersionManagement)
-		if k, err := cfg.Build.KubernetesVersion(version); err == nil {
-			refs = append(refs, k.NodeImage)
-		}
-		for _, img := range cfg.ManagementImages() {
-			refs = append(refs, img.Name)
-		}
-		for _, b := range prev {
-			refs = append(refs, b.Image)
-		}
-	}
-	return images.Ensure(ctx, s.env.Runtime, cfg.Build.Registry, slices.Compact(slices.Sorted(slices.Values(refs))), prefixed(s.log, "setup: "))
+	refs := imageRefs(imagesNeeded(cfg, s.in.Requirements, s.in.KubeconfigPath == ""))
+	return images.Ensure(ctx, s.env.Runtime, cfg.Build.Registry, refs, prefixed(s.log, "setup: "))
 }
 
 func (s *setup) reapDeadRuns(ctx context.Context) error {

@@ -16,7 +16,8 @@
 // holds with current inputs (Docker's store, for a run on Podman's
 // service): streamed from its image save into this engine's image load.
 // Only the targets (node images, load balancer, controllers, -only's
-// steps) and what they need are provided.
+// steps) and what they need are provided: for the specs the suite selects
+// (-suite, -label-filter, -focus, -skip; see suite.go), or all of them.
 // Steps build -jobs at a time (CAPD_E2E_BUILD_JOBS, else twice the number
 // of CPUs) within a memory budget of three quarters of the memory
 // available at start; the longest chain of steps starts first. Only one go
@@ -85,6 +86,20 @@ type options struct {
 	// copyFromSet: -copy-from or CAPD_E2E_IMAGES_FROM was given (empty
 	// turns copying off); otherwise the default applies (copySource).
 	copyFromSet bool
+
+	// suite is the Ginkgo suite whose selected specs the images are for;
+	// suiteSet: -suite or E2E_SUITE_DIR was given, else the harness's e2e/.
+	suite    string
+	suiteSet bool
+	// labelFilter, focus and skip select the suite's specs, as Ginkgo's
+	// flags of the same names.
+	labelFilter, focus string
+	skip               []string
+	useExistingCluster bool
+	// selectionFile is a selection written earlier (-selection), used
+	// instead of compiling the suite; selectionOut is where to keep the
+	// one the suite wrote.
+	selectionFile, selectionOut string
 }
 
 // EnvJobs sets the default of -jobs.
@@ -99,7 +114,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("capd-e2e-images", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.config, "config", "config/e2e.yaml", "the E2E config file")
-	fs.StringVar(&only, "only", "", "comma-separated step IDs to build, with their dependencies (default: all)")
+	fs.StringVar(&only, "only", "", "comma-separated step IDs to build, with their dependencies, whatever specs are selected (default: what the selected specs need)")
 	fs.StringVar(&rebuild, "rebuild", "", "comma-separated step IDs to build even when up to date")
 	fs.BoolVar(&o.list, "list", false, "print the plan and what would be built, build nothing")
 	fs.StringVar(&o.renderDir, "render", "", "also render the built-in providers' components and the CNI manifest into this directory")
@@ -115,9 +130,21 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		jobs = n
 	}
 	fs.IntVar(&o.jobs, "jobs", jobs, "how many steps build at once, within the memory budget; one of them compiles Go at a time (default: "+EnvJobs+", else twice the number of CPUs)")
+	suiteDir, suiteSet := os.LookupEnv(EnvSuiteDir)
+	fs.StringVar(&o.suite, "suite", suiteDir, "the Ginkgo suite (a package directory) whose selected specs the images are for: compiled, and asked what the specs -label-filter, -focus and -skip select need (default: "+EnvSuiteDir+", else the harness's e2e/; empty: no suite)")
+	fs.StringVar(&o.labelFilter, "label-filter", os.Getenv(EnvLabelFilter), "build only what the specs this Ginkgo label filter selects need (default: "+EnvLabelFilter+"); with no filter, focus or skip, every step is built")
+	fs.StringVar(&o.focus, "focus", os.Getenv(EnvFocus), "as -label-filter, with a Ginkgo focus (default: "+EnvFocus+")")
+	skip := fs.String("skip", os.Getenv(EnvSkip), "as -label-filter, with Ginkgo skips, space separated (default: "+EnvSkip+")")
+	fs.BoolVar(&o.useExistingCluster, "use-existing-cluster", false, "the run uses an existing management cluster (-e2e.use-existing-cluster): its node image and controllers are not needed")
+	fs.StringVar(&o.selectionFile, "selection", "", "a selection the suite wrote with -e2e.selection, instead of compiling the suite")
+	fs.StringVar(&o.selectionOut, "selection-out", "", "also write the suite's selection (JSON) to this file")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	o.skip = strings.Fields(*skip)
+	o.suiteSet = suiteSet
+	fs.Visit(func(f *flag.Flag) { o.suiteSet = o.suiteSet || f.Name == "suite" })
+
 	if o.jobs < 1 {
 		return o, fmt.Errorf("-jobs %d: want 1 or more", o.jobs)
 	}
@@ -203,7 +230,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The go commands this process runs inherit its environment.
+	// The go commands this process runs (the suite's compile, the
+	// builders') inherit its environment.
 	if _, set := os.LookupEnv("GOGC"); !set {
 		if err := os.Setenv("GOGC", buildGOGC); err != nil {
 			return err
@@ -227,10 +255,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.Build.ClusterAPI.Source != "" || len(cfg.Build.GoImages) > 0 {
 		fmt.Fprintf(stdout, "plan: local sources hashed in %s\n", time.Since(t0).Round(100*time.Millisecond))
 	}
-	p := full
+	p, targets := full, o.only
+	var who map[string][]string // per step, the specs that need it
 	if len(o.only) > 0 {
 		if p, err = subPlan(full, o.only, repoRoot); err != nil {
 			return err
+		}
+	} else {
+		sel, ok, err := o.selection(ctx, cfg, stdout)
+		if err != nil {
+			return err
+		}
+		if ok {
+			who = neededBy(full, sel)
+			if p, targets, err = selectedPlan(full, sel, o, repoRoot, stdout); err != nil {
+				return err
+			}
 		}
 	}
 
@@ -258,7 +298,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	goImages.Register(builders)
 
 	if o.list {
-		return list(ctx, p, rt, builders, o.rebuild, cfg.Build.Registry, stdout)
+		return list(ctx, full, p, who, rt, builders, o.rebuild, cfg.Build.Registry, stdout)
+	}
+	if err := sayMissing(ctx, p, targets, who, rt, o.rebuild, stdout); err != nil {
+		return err
 	}
 
 	p, unbuildable, err := withoutUnbuildable(ctx, p, rt, builders, o.rebuild, repoRoot)
@@ -268,7 +311,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var errs []error
 	reg := cfg.Build.Registry
 	opts := plan.RunOptions{
-		Images: rt, Builders: builders, Progress: stdout, Rebuild: o.rebuild, Targets: o.only,
+		Images: rt, Builders: builders, Progress: stdout, Rebuild: o.rebuild, Targets: targets,
 		Puller: &images.Puller{Images: rt, Mirror: reg.Mirror},
 		Policy: func(s plan.Step) string { return reg.PolicyFor(s.ID, s.Published) },
 		Jobs:   o.jobs, MemoryBudget: memoryBudget(), Cost: plan.DefaultCost, Exclusive: goimages.SharedBuild,
@@ -367,10 +410,12 @@ func renderAll(ctx context.Context, cfg *config.Config, dir string, out io.Write
 	return errors.Join(errs...)
 }
 
-// list prints each step, its image, its source policy and whether its
-// image is current; it pulls and builds nothing.
-func list(ctx context.Context, p *plan.Plan, rt plan.ImageInspector, builders map[plan.Kind]plan.Builder, rebuild []string, reg config.Registry, out io.Writer) error {
-	ds, err := p.Decide(ctx, rt, rebuild...)
+// list prints each step of full, its image, its source policy, whether
+// its image is current (or, when the selection leaves it out of sel, that
+// it is not needed) and, when the suite said, who needs it; it pulls and
+// builds nothing.
+func list(ctx context.Context, full, sel *plan.Plan, who map[string][]string, rt plan.ImageInspector, builders map[plan.Kind]plan.Builder, rebuild []string, reg config.Registry, out io.Writer) error {
+	ds, err := full.Decide(ctx, rt, rebuild...)
 	if err != nil {
 		return err
 	}
@@ -379,6 +424,9 @@ func list(ctx context.Context, p *plan.Plan, rt plan.ImageInspector, builders ma
 		if d.Build {
 			what = "not current: " + d.Reason
 		}
+		if _, ok := sel.Step(d.Step.ID); !ok {
+			what = "not needed by the selected specs"
+		}
 		if builders[d.Step.Kind] == nil {
 			what += " [no builder yet]"
 		}
@@ -386,7 +434,14 @@ func list(ctx context.Context, p *plan.Plan, rt plan.ImageInspector, builders ma
 		if d.Step.Target {
 			role = "target"
 		}
-		fmt.Fprintf(out, "%-40s %-16s %-72s %-6s %-15s %s\n", d.Step.ID, d.Step.Kind, d.Step.Image, role, reg.PolicyFor(d.Step.ID, d.Step.Published), what)
+		needed := "-"
+		if who != nil {
+			needed = strings.Join(who[d.Step.ID], ",")
+			if needed == "" {
+				needed = "(no spec)"
+			}
+		}
+		fmt.Fprintf(out, "%-40s %-16s %-72s %-6s %-15s %-40s %s\n", d.Step.ID, d.Step.Kind, d.Step.Image, role, reg.PolicyFor(d.Step.ID, d.Step.Published), needed, what)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/capd-e2e/capd-e2e/factory/plan"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
+	"github.com/capd-e2e/capd-e2e/framework/suite/selection"
 )
 
 func testPlan(t *testing.T) *plan.Plan {
@@ -125,5 +126,80 @@ func TestParseMemAvailable(t *testing.T) {
 	}
 	if got := parseMemAvailable("MemTotal: 1 kB\n"); got != 0 {
 		t.Errorf("without MemAvailable = %d, want 0", got)
+	}
+}
+
+func TestSelectedPlanBuildsWhatTheSpecsNeed(t *testing.T) {
+	p := testPlan(t)
+	sel := selection.Selection{Specs: []string{"upgrade it"}, Images: []selection.Image{
+		{Ref: "proxy:1", NeededBy: []string{"k8s-upgrade"}},
+		{Ref: "registry.example/provider:v1", NeededBy: []string{selection.SuiteSetup}},
+	}}
+	var out strings.Builder
+	sub, targets, err := selectedPlan(p, sel, options{labelFilter: "K8s-Upgrade"}, "", &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ids(sub), []string{"kube-proxy/v1", "rootfs/net"}; !slices.Equal(got, want) {
+		t.Errorf("steps = %v, want %v", got, want)
+	}
+	if !slices.Equal(targets, []string{"kube-proxy/v1"}) {
+		t.Errorf("targets = %v", targets)
+	}
+	if !strings.Contains(out.String(), "registry.example/provider:v1 is not built here") {
+		t.Errorf("no line for the image no step builds:\n%s", out.String())
+	}
+
+	// Without a filter, every step; with a spec of unknown needs, too.
+	for name, tc := range map[string]struct {
+		o   options
+		sel selection.Selection
+	}{
+		"no filter":     {options{}, sel},
+		"unknown needs": {options{focus: "x"}, selection.Selection{Specs: []string{"x"}, Unknown: []string{"x"}}},
+	} {
+		all, targets, err := selectedPlan(p, tc.sel, tc.o, "", io.Discard)
+		if err != nil || len(all.Steps()) != len(p.Steps()) || targets != nil {
+			t.Errorf("%s: %d of %d steps, targets %v, err %v; want the whole plan", name, len(all.Steps()), len(p.Steps()), targets, err)
+		}
+	}
+}
+
+func TestNeededByFollowsDependencies(t *testing.T) {
+	p := testPlan(t)
+	sel := selection.Selection{Specs: []string{"a"}, Images: []selection.Image{
+		{Ref: "node:1", NeededBy: []string{"quick-start", selection.SuiteSetup}},
+		{Ref: "proxy:1", NeededBy: []string{"k8s-upgrade"}},
+	}}
+	who := neededBy(p, sel)
+	for id, want := range map[string][]string{
+		"node/v1":           {"quick-start", selection.SuiteSetup},
+		"kind-base":         {"quick-start", selection.SuiteSetup},
+		"kube-proxy/v1":     {"k8s-upgrade", "quick-start", selection.SuiteSetup},
+		"rootfs/net":        {"k8s-upgrade", "quick-start", selection.SuiteSetup},
+		"kube-apiserver/v1": nil,
+	} {
+		if got := who[id]; !slices.Equal(got, want) {
+			t.Errorf("%s: needed by %q, want %q", id, got, want)
+		}
+	}
+}
+
+func TestSelectionFlags(t *testing.T) {
+	t.Setenv(EnvLabelFilter, "PR-Blocking")
+	t.Setenv(EnvSkip, "a  b")
+	o, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.labelFilter != "PR-Blocking" || !slices.Equal(o.skip, []string{"a", "b"}) || !o.filtered() || o.suiteSet {
+		t.Errorf("from the environment: %+v", o)
+	}
+	o, err = parseFlags([]string{"-label-filter=", "-skip=", "-suite="}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.filtered() || !o.suiteSet || o.suite != "" {
+		t.Errorf("flags over the environment: %+v", o)
 	}
 }
