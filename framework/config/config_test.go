@@ -42,7 +42,7 @@ func TestLoadRepoConfig(t *testing.T) {
 		"coredns v1.37.2":     {c.Build.Kubernetes[1].CoreDNS.Image, "registry.k8s.io/coredns/coredns:v1.14.6"},
 		"pause":               {c.Build.Kubernetes[1].Pause.Image, "registry.k8s.io/pause:3.10.2"},
 		"node image":          {c.Build.Kubernetes[0].NodeImage, "kindest/node:v1.36.3"},
-		"kubernetes version":  {c.Variables[VarKubernetesVersion], "v1.36.3"},
+		"kubernetes version":  {c.Variables[VarKubernetesVersion], "v1.37.2"},
 		"upgrade to":          {c.Variables[VarKubernetesVersionUpgradeTo], "v1.37.2"},
 		"runtime source":      {c.Build.ContainerRuntime.Source, RuntimeFromDebian},
 		"apiserver image":     {c.Build.Kubernetes[0].ComponentImage(KubeAPIServer), "registry.k8s.io/kube-apiserver:v1.36.3"},
