@@ -2,7 +2,7 @@
 # (included by the Makefile). What each measured, and the numbers, are in
 # docs/performance.md.
 
-.PHONY: bench bench-boot bench-kind bench-e2e bench-lb bench-gobuild bench-images bench-scale bench-inner-loop
+.PHONY: bench bench-boot bench-kind bench-e2e bench-lb bench-gobuild bench-images bench-cold bench-scale bench-inner-loop
 
 bench: ## Exec latency: our runtime vs the docker CLI, idle and loaded.
 	bench/scripts/exec.sh
@@ -15,6 +15,9 @@ bench-kind: ## A one-node kind cluster per node image (CAPD_E2E_BENCH_NODE_IMAGE
 
 bench-images: ## Cold `make images` measured both ways in one run: one step at a time, then in parallel.
 	bench/scripts/images.sh
+
+bench-cold: ## A newcomer's cold make test-e2e (empty caches, no image of ours), BEFORE_REF=<commit> and AFTER_REF (default HEAD) in one run: wall, images phase, suite, CPU, each step.
+	bench/scripts/cold.sh
 
 bench-gobuild: ## Cold Go builds side by side (SIDES: sequential at-once gogc dwarf nodwarf tags notags), after make images.
 	bench/scripts/gobuild.sh
