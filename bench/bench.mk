@@ -2,7 +2,7 @@
 # (included by the Makefile). What each measured, and the numbers, are in
 # docs/performance.md.
 
-.PHONY: bench bench-boot bench-kind bench-e2e bench-lb bench-gobuild bench-images bench-cold bench-scale bench-inner-loop
+.PHONY: bench bench-boot bench-kind bench-e2e bench-lb bench-gobuild bench-images bench-cold bench-thp bench-scale bench-inner-loop
 
 bench: ## Exec latency: our runtime vs the docker CLI, idle and loaded.
 	bench/scripts/exec.sh
@@ -18,6 +18,9 @@ bench-images: ## Cold `make images` measured both ways in one run: one step at a
 
 bench-cold: ## A newcomer's cold make test-e2e (empty caches, no image of ours), BEFORE_REF=<commit> and AFTER_REF (default HEAD) in one run: wall, images phase, suite, CPU, each step.
 	bench/scripts/cold.sh
+
+bench-thp: ## A cold Go build with transparent huge pages at madvise and at always, rounds interleaved (ROUNDS, default 3; root).
+	bench/scripts/thp.sh
 
 bench-gobuild: ## Cold Go builds side by side (SIDES: sequential at-once gogc dwarf nodwarf tags notags), after make images.
 	bench/scripts/gobuild.sh

@@ -12,7 +12,10 @@
 #     e2e.capd.x-k8s.io/inputs-hash): the engine holds no image of ours.
 # The engine itself is not replaced: run once with CAPD_E2E_FIX_ENGINE=replace
 # on a machine that needs it (scripts/ensure-engine.sh) before, and add its
-# time, which the first side's log prints, by hand.
+# time by hand. The host settings ensure-engine.sh makes (transparent huge
+# pages among them) are put back as they were at the start before each side,
+# so that each side's own ensure-engine.sh does what it does on a fresh
+# machine with the CAPD_E2E_FIX_ENGINE given; and at the end.
 #
 # GINKGO_LABEL_FILTER (default: make test-e2e's, PR-Blocking) selects the
 # specs of both sides. Per side it records the wall time, the images phase
@@ -32,6 +35,9 @@ BEFORE_REF=${BEFORE_REF:+$(git rev-parse "$BEFORE_REF")}
 rm -rf "$OUT"
 mkdir -p "$OUT"
 log() { printf '[bench-cold %s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
+THP=/sys/kernel/mm/transparent_hugepage/enabled
+thp_start=$(sed 's/.*\[\(.*\)\].*/\1/' "$THP" 2>/dev/null || true)
+reset_host() { [[ -n $thp_start && -w $THP ]] && echo "$thp_start" >"$THP" || true; }
 
 cpu_ticks() { # busy total, summed over CPUs
   awk '/^cpu /{t=0; for(i=2;i<=NF;i++) t+=$i; print t-$5-$6, t}' /proc/stat
@@ -61,7 +67,8 @@ side() {
   git clone --quiet --no-checkout "$REPO_ROOT" "$dir/repo"
   git -C "$dir/repo" checkout --quiet "$ref"
   clear_images
-  log "$name: $(git -C "$dir/repo" log --oneline -1), from $(docker images -q | wc -l) images and empty Go caches"
+  reset_host
+  log "$name: $(git -C "$dir/repo" log --oneline -1), from $(docker images -q | wc -l) images and empty Go caches, transparent huge pages ${thp_start:-unknown}"
   local rc=0 s0=$SECONDS b0 t0 b1 t1
   read -r b0 t0 < <(cpu_ticks)
   (
@@ -103,11 +110,14 @@ sides=()
 side after "$AFTER_REF" || rc=1
 sides+=(after)
 clear_images || true
+reset_host
 
 # The steps of both sides, side by side.
 {
   echo
-  echo "| step | $(printf '%s wall | %s CPU | ' "${sides[@]}" | sed 's/ | $//') |"
+  header="| step"
+  for s in "${sides[@]}"; do header+=" | $s wall | $s CPU"; done
+  echo "$header |"
   echo "|---$(printf '|---|---%.0s' "${sides[@]}")|"
   cat "${sides[@]/#/$OUT/}"-steps.txt 2>/dev/null | awk '{print $1}' | sort -u | while read -r id; do
     row="| $id"
