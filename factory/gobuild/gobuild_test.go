@@ -176,6 +176,16 @@ func TestTargetArgsAndHash(t *testing.T) {
 	if h3 := tg.outputHash("go1.26.9", []byte("x")); h3 == tg.outputHash("go1.26.8", []byte("x")) {
 		t.Error("output hash ignores the toolchain")
 	}
+
+	// Harness drops -trimpath, the one flag that differs from the suite's.
+	plain := tg.outputHash("go1.26.8", []byte("x"))
+	tg.Harness = true
+	if args := tg.args("/out/"); slices.Contains(args, "-trimpath") || !slices.Contains(args, "-gcflags") {
+		t.Errorf("harness args = %q, want -gcflags and no -trimpath", args)
+	}
+	if tg.outputHash("go1.26.8", []byte("x")) == plain {
+		t.Error("output hash ignores Harness")
+	}
 }
 
 func TestLDFlags(t *testing.T) {

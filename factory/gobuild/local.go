@@ -32,11 +32,12 @@ type LocalTarget struct {
 	// Packages are the main packages: import paths, or paths relative to
 	// Dir ("./cmd/manager", "."). Required; binary names must differ.
 	Packages []string
-	// CGO, Tags, LDFlags and GOARCH are as in Target.
+	// CGO, Tags, LDFlags, GOARCH and Harness are as in Target.
 	CGO     bool
 	Tags    []string
 	LDFlags []string
 	GOARCH  string
+	Harness bool
 }
 
 // SourceInfo describes what a main package in a local directory is built
@@ -189,7 +190,7 @@ func hashFiles(dir string, files ...string) (string, error) {
 
 // target is t as a Target for its flags and environment.
 func (t LocalTarget) target() Target {
-	return Target{CGO: t.CGO, Tags: t.Tags, LDFlags: t.LDFlags, GOARCH: t.GOARCH, Packages: t.Packages}
+	return Target{CGO: t.CGO, Tags: t.Tags, LDFlags: t.LDFlags, GOARCH: t.GOARCH, Packages: t.Packages, Harness: t.Harness}
 }
 
 // BuildLocal compiles t in its directory and returns the binaries. sources
@@ -207,6 +208,9 @@ func (b *Builder) BuildLocal(ctx context.Context, t LocalTarget, sources map[str
 	tt := t.target()
 	h := sha256.New()
 	fmt.Fprintf(h, "gobuild/local-output/v2\n%s\n%q\n%q\n%t\n%q\n%q\n%s\n", goVersion, t.Packages, t.Tags, t.CGO, GCFlags, tt.ldflags(), t.GOARCH)
+	if t.Harness {
+		fmt.Fprintf(h, "harness\n")
+	}
 	res := Result{Binaries: map[string]string{}}
 	names := map[string]string{}
 	for _, p := range t.Packages {
@@ -246,12 +250,7 @@ func (b *Builder) BuildLocal(ctx context.Context, t LocalTarget, sources map[str
 	}
 	// Not -mod=mod: the tree's go.mod and go.sum are used as they are, as
 	// a developer's own `go build` would.
-	args := []string{"build", "-trimpath", "-buildvcs=false", "-gcflags", GCFlags, "-ldflags", tt.ldflags()}
-	if len(t.Tags) > 0 {
-		args = append(args, "-tags", strings.Join(t.Tags, ","))
-	}
-	args = append(args, "-o", tmpOut+string(filepath.Separator))
-	args = append(args, t.Packages...)
+	args := slices.DeleteFunc(tt.args(tmpOut+string(filepath.Separator)), func(a string) bool { return a == "-mod=mod" })
 	// SourceHashes loaded the packages, so the modules are downloaded.
 	if err := b.Slots.Hold(ctx, func() error { return b.run(ctx, t.Dir, tt.env(), res.Log, args...) }); err != nil {
 		return Result{}, fmt.Errorf("go build %s: %w", what, err)

@@ -283,6 +283,7 @@ func (b *Builders) buildClusterAPI(ctx context.Context, s plan.Step) error {
 			Tags:     plan.ClusterAPITags(pkg, s.Inputs[plan.InputVersion]),
 			LDFlags:  gobuild.ClusterAPILDFlags(gobuild.SourceOf(info)),
 			GOARCH:   s.Inputs[plan.InputArch],
+			Harness:  s.Inputs[plan.InputHarness] == "true",
 		})
 		if err != nil {
 			return err
@@ -323,9 +324,10 @@ func (b *Builders) buildGoImage(ctx context.Context, s plan.Step) error {
 		tags = strings.Fields(v)
 	}
 	cgo := s.Inputs[plan.InputCGO] == "true"
+	harness := s.Inputs[plan.InputHarness] == "true"
 	var bin string
 	if s.Dir != "" {
-		res, err := b.local(ctx, s, gobuild.LocalTarget{Dir: s.Dir, Packages: []string{pkg}, CGO: cgo, Tags: tags, LDFlags: ldflags, GOARCH: s.Inputs[plan.InputArch]})
+		res, err := b.local(ctx, s, gobuild.LocalTarget{Dir: s.Dir, Packages: []string{pkg}, CGO: cgo, Tags: tags, LDFlags: ldflags, GOARCH: s.Inputs[plan.InputArch], Harness: harness})
 		if err != nil {
 			return err
 		}
@@ -334,7 +336,7 @@ func (b *Builders) buildGoImage(ctx context.Context, s plan.Step) error {
 		}
 	} else {
 		m := module.Version{Path: s.Inputs[plan.InputModule], Version: s.Inputs[plan.InputVersion]}
-		res, err := b.Go.Build(ctx, gobuild.Target{Modules: []module.Version{m}, Packages: []string{pkg}, CGO: cgo, Tags: tags, LDFlags: ldflags, GOARCH: s.Inputs[plan.InputArch]})
+		res, err := b.Go.Build(ctx, gobuild.Target{Modules: []module.Version{m}, Packages: []string{pkg}, CGO: cgo, Tags: tags, LDFlags: ldflags, GOARCH: s.Inputs[plan.InputArch], Harness: harness})
 		if err != nil {
 			return err
 		}

@@ -182,7 +182,7 @@ func New(cfg *config.Config, opts Options) (*Plan, error) {
 	}}, true)
 
 	for _, gi := range b.GoImages {
-		if err := g.goImage(gi, rootfsImage); err != nil {
+		if err := g.goImage(gi, rootfsImage, false); err != nil {
 			return nil, err
 		}
 	}
@@ -191,7 +191,9 @@ func New(cfg *config.Config, opts Options) (*Plan, error) {
 		// provider's image from its directory.
 		gi := config.GoImage{Image: img, Dir: cfg.CloudControllerManagerDir(), Package: config.CloudControllerManagerPackage,
 			Binary: "/usr/local/bin/capd-cloud-controller-manager"}
-		if err := g.goImage(gi, rootfsImage); err != nil {
+		// Its module requires what the suite's does, at the same
+		// versions: compiled as the suite is, it shares its packages.
+		if err := g.goImage(gi, rootfsImage, true); err != nil {
 			return nil, err
 		}
 	}
@@ -237,6 +239,13 @@ func (g *graph) clusterAPI(cfg *config.Config) error {
 		if src != "" {
 			s.Dir = filepath.Join(src, p.TreeDir)
 			s.Inputs[InputSourceHash] = hashes[p.Package].Hash
+		} else {
+			// The release the suite itself links: compiled as the suite
+			// is, the managers share the packages it compiled (CAPD and
+			// the test extension all but their own; the three others are
+			// built with fieldsv1string, which changes apimachinery and
+			// so everything above it, and share among themselves).
+			s.Inputs[InputHarness] = "true"
 		}
 		g.add(s, true)
 	}
@@ -263,8 +272,9 @@ func clusterAPITags(pkg, version string) []string {
 // ClusterAPITags is clusterAPITags for builders.
 func ClusterAPITags(pkg, version string) []string { return clusterAPITags(pkg, version) }
 
-// goImage adds a build.goImages entry.
-func (g *graph) goImage(gi config.GoImage, rootfsImage map[string]string) error {
+// goImage adds a build.goImages entry; harness compiles it as the suite
+// is (InputHarness).
+func (g *graph) goImage(gi config.GoImage, rootfsImage map[string]string, harness bool) error {
 	s := Step{ID: GoImageID(gi.Image), Kind: KindGoImage, Image: gi.Image, Target: true, Inputs: map[string]string{
 		InputPackage: gi.Package,
 		InputBinary:  gi.Binary,
@@ -279,6 +289,9 @@ func (g *graph) goImage(gi config.GoImage, rootfsImage map[string]string) error 
 	set(InputUser, gi.User)
 	if gi.CGO {
 		s.Inputs[InputCGO] = "true"
+	}
+	if harness {
+		s.Inputs[InputHarness] = "true"
 	}
 	if gi.Rootfs != "" {
 		s.Inputs[InputFrom] = rootfsImage[gi.Rootfs]

@@ -112,6 +112,7 @@ const (
 	InputCGO         = "cgo"          // "true" when cgo is on
 	InputBinary      = "binary"       // path of the binary in the image
 	InputUser        = "user"         // user of the entrypoint
+	InputHarness     = "harness"      // "true": compiled as the suite is, sharing its packages (gobuild.Target.Harness)
 )
 
 // Step is one image to build.

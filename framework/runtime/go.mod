@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/containerd/errdefs v1.0.0
-	github.com/google/go-containerregistry v0.22.1
+	github.com/google/go-containerregistry v0.21.9
 	github.com/moby/moby/api v1.55.0
 	github.com/moby/moby/client v0.5.1
 	golang.org/x/sys v0.47.0
