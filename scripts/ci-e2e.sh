@@ -48,8 +48,33 @@ mkdir -p "$ARTIFACTS/localhost"
 
 log() { printf '[ci-e2e %s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 
+# The job's tools compile while packages install and the engine is checked
+# (on a new machine that is network time: apt, and with
+# CAPD_E2E_FIX_ENGINE=replace a new engine), as the suite is compiled
+# (gobuild.HarnessEnv and HarnessFlags), so sharing its packages; the
+# ginkgo CLI at the version go.mod requires.
+TOOLS_LOG=$ARTIFACTS/localhost/tools-build.log
+# In a process group of its own, so that an early exit stops its go
+# commands too.
+REPO_ROOT=$REPO_ROOT setsid bash -c '
+  set -o errexit
+  export CGO_ENABLED=0 GOGC=${GOGC:-400}
+  for tool in factory/cmd/capd-e2e-images cmd/capd-e2e-clean cmd/capd-e2e-secrets cmd/capd-e2e-engine; do
+    go build -gcflags=all=-dwarf=false -o "hack/tools/bin/${tool##*/}" "./$tool"
+  done
+  GOBIN=$REPO_ROOT/hack/tools/bin go install github.com/onsi/ginkgo/v2/ginkgo
+' >"$TOOLS_LOG" 2>&1 </dev/null &
+tools=$!
+trap 'kill -- -"$tools" 2>/dev/null || true' EXIT
 scripts/install-deps.sh
 scripts/ensure-engine.sh --privileged-nesting
+tools_start=$(date +%s)
+if ! wait "$tools"; then
+  log "compiling the tools failed (log: $TOOLS_LOG):"
+  tail -20 "$TOOLS_LOG"
+  exit 1
+fi
+log "tools compiled (waited $(( $(date +%s) - tools_start ))s for them after the engine check)"
 
 # One run id for everything this job creates: the suite labels and tracks
 # by it, and the leak check below looks for nothing else, so that runs on
@@ -100,9 +125,6 @@ scripts/images.sh -use-existing-cluster="$USE_EXISTING_CLUSTER" -selection-out "
 # capd-e2e-images compiled the suite there, as `ginkgo build` would.
 SUITE_BINARY=$E2E_SUITE_DIR/$(basename "$E2E_SUITE_DIR").test
 log "images ready after $(( $(date +%s) - start ))s"
-CGO_ENABLED=0 go build -gcflags=all=-dwarf=false -o hack/tools/bin/capd-e2e-clean ./cmd/capd-e2e-clean
-CGO_ENABLED=0 go build -gcflags=all=-dwarf=false -o hack/tools/bin/capd-e2e-secrets ./cmd/capd-e2e-secrets
-CGO_ENABLED=0 go build -gcflags=all=-dwarf=false -o hack/tools/bin/capd-e2e-engine ./cmd/capd-e2e-engine
 events_since=$(date -u +%s)
 
 # The engine's state through our runtime (no docker CLI: a Podman host
@@ -114,10 +136,6 @@ save_host_state() {
 trap 'junit_if_missing; save_host_state' EXIT
 
 GINKGO=$REPO_ROOT/hack/tools/bin/ginkgo
-if [[ ! -x $GINKGO ]]; then
-  log "building the ginkgo CLI at the version go.mod requires"
-  GOBIN=$REPO_ROOT/hack/tools/bin go install github.com/onsi/ginkgo/v2/ginkgo
-fi
 
 # The suite writes the JUnit report itself (-e2e.junit-report), with each
 # failure's phase, conditions and artifacts first, beside metadata.json and
