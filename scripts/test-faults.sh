@@ -129,6 +129,20 @@ check() {
   log "$name: $([[ $ok == true ]] && echo PASS || echo FAIL) (left: ${left:-nothing}; junit $junit; artifacts $artifacts; exit $rc; cleanup $cleanup; secrets $secrets; colour codes $colour)"
 }
 
+# suite_pid PID: the suite's test process (e2e.test) among the descendants
+# of the run this script started as PID (ci-e2e.sh starts it in a session of
+# its own, so a kill of the run's group misses it); never another run's.
+suite_pid() {
+  local queue=("$1") p found=
+  while ((${#queue[@]})); do
+    p=${queue[0]} queue=("${queue[@]:1}")
+    [[ $(cat "/proc/$p/comm" 2>/dev/null) == e2e.test ]] && found=$p
+    # shellcheck disable=SC2207
+    queue+=($(pgrep -P "$p" || true))
+  done
+  echo "$found"
+}
+
 # interrupt NAME WHEN SIGNALS: starts a run, signals it when its log
 # shows WHEN, waits for it; TARGET=suite signals the test process instead.
 interrupt() {
@@ -145,7 +159,7 @@ interrupt() {
   local t; t=$(date +%s)
   for s in $signals; do
     if [[ $target == suite ]]; then
-      kill -"$s" "$(pgrep -n -f 'e2e\.test .*-e2e\.config')"
+      kill -"$s" "$(suite_pid "$pid")"
     else
       kill -"$s" "$pid"
     fi
@@ -217,8 +231,9 @@ for f in $FAULTS; do
     start "$f"
     pid=$PID
     wait_log "$f" "wait for control plane initialized" 900 "$pid" || MISSED="the run ended before: wait for control plane initialized"
+    sp=$(suite_pid "$pid")
     kill -KILL -- "-$pid" 2>/dev/null || true
-    pkill -KILL -f 'e2e\.test .*-e2e\.config' || true
+    [[ -n $sp ]] && kill -KILL "$sp" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     dead=${RUN[$f]}
     log "$f: killed run $dead; left: $(comm -13 "$OUT/before.txt" <(state) | wc -l) objects; re-running"
