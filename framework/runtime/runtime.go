@@ -83,6 +83,12 @@ type Containers interface {
 	// to stdout and stderr, demultiplexed. It does not follow.
 	Logs(ctx context.Context, nameOrID string, stdout, stderr io.Writer) error
 
+	// FollowLogs is Logs that follows: it writes the container's output as
+	// it is printed, from the start, and returns when the output ends (the
+	// container stopped), or when ctx ends, with an error wrapping
+	// ctx.Err().
+	FollowLogs(ctx context.Context, nameOrID string, stdout, stderr io.Writer) error
+
 	// Kill sends signal (a name such as "SIGKILL" or "KILL", or a number) to
 	// the container's main process. An empty signal means SIGKILL.
 	Kill(ctx context.Context, nameOrID, signal string) error
@@ -247,7 +253,10 @@ type ContainerSpec struct {
 	Entrypoint []string // if nil, the image's
 	Cmd        []string // if nil, the image's
 	Env        []string
-	Labels     map[string]string
+	// User runs the main process as "uid[:gid]" or a user name; if empty,
+	// the image's.
+	User   string
+	Labels map[string]string
 	// Network to attach to; if empty, the engine's default.
 	Network string
 	// Privileged runs the container with all the engine's capabilities.

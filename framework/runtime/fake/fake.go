@@ -366,6 +366,12 @@ func (f *Runtime) CopyFrom(_ context.Context, nameOrID, p string) (io.ReadCloser
 }
 
 // Logs implements runtime.Containers.
+// FollowLogs implements runtime.Containers: the fake's containers print
+// nothing after they are created, so it is Logs.
+func (f *Runtime) FollowLogs(ctx context.Context, nameOrID string, stdout, stderr io.Writer) error {
+	return f.Logs(ctx, nameOrID, stdout, stderr)
+}
+
 func (f *Runtime) Logs(_ context.Context, nameOrID string, stdout, stderr io.Writer) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -124,6 +124,7 @@ func (r *Runtime) RunContainer(ctx context.Context, spec runtime.ContainerSpec) 
 		Entrypoint: spec.Entrypoint,
 		Cmd:        spec.Cmd,
 		Env:        spec.Env,
+		User:       spec.User,
 		Labels:     spec.Labels,
 	}
 	hc := &container.HostConfig{
@@ -273,11 +274,24 @@ func (r *Runtime) CopyTo(ctx context.Context, nameOrID, dir string, content io.R
 
 // Logs implements runtime.Containers.
 func (r *Runtime) Logs(ctx context.Context, nameOrID string, stdout, stderr io.Writer) error {
+	return r.logs(ctx, nameOrID, false, stdout, stderr)
+}
+
+// FollowLogs implements runtime.Containers.
+func (r *Runtime) FollowLogs(ctx context.Context, nameOrID string, stdout, stderr io.Writer) error {
+	err := r.logs(ctx, nameOrID, true, stdout, stderr)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("follow logs of container %q: %w (%w)", nameOrID, ctx.Err(), err)
+	}
+	return err
+}
+
+func (r *Runtime) logs(ctx context.Context, nameOrID string, follow bool, stdout, stderr io.Writer) error {
 	info, err := r.c.ContainerInspect(ctx, nameOrID, client.ContainerInspectOptions{})
 	if err != nil {
 		return r.wrap(err, "get logs of container %q", nameOrID)
 	}
-	res, err := r.c.ContainerLogs(ctx, nameOrID, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true})
+	res, err := r.c.ContainerLogs(ctx, nameOrID, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: follow})
 	if err != nil {
 		return r.wrap(err, "get logs of container %q", nameOrID)
 	}

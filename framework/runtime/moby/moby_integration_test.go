@@ -541,3 +541,46 @@ func TestIntegrationListImages(t *testing.T) {
 	}
 	t.Errorf("ListImages (%d images) lacks the test image %s (%s)", len(imgs), ref, want.ID)
 }
+
+// TestIntegrationFollowLogsAndUser: FollowLogs gets what the container
+// prints after it started following, stdout and stderr apart, and
+// returns when the container exits; with a deadline, it returns at the
+// deadline. The container runs as ContainerSpec.User.
+func TestIntegrationFollowLogsAndUser(t *testing.T) {
+	r := newRuntime(t)
+	runID := runtime.NewRunID()
+	name := startTestContainer(t, r, runID, func(s *runtime.ContainerSpec) {
+		s.User = "1234:2345"
+		s.Entrypoint = []string{"sh", "-c", "id -u; id -g; sleep 2; echo late >&2; sleep 1; echo last"}
+	})
+	ctx := ctxFor(t, time.Minute)
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	if err := r.FollowLogs(ctx, name, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < 2*time.Second {
+		t.Errorf("FollowLogs returned after %s, before the container's last line (at 3 s)", took)
+	}
+	if stdout.String() != "1234\n2345\nlast\n" || stderr.String() != "late\n" {
+		t.Errorf("followed stdout %q, stderr %q; want the uid, the gid and last; late", stdout.String(), stderr.String())
+	}
+	if code, err := r.Wait(ctx, name); err != nil || code != 0 {
+		t.Errorf("exit %d, %v", code, err)
+	}
+
+	// A container that keeps running: the deadline ends the follow.
+	long := startTestContainer(t, r, runID, func(s *runtime.ContainerSpec) {
+		s.Entrypoint = []string{"sh", "-c", "echo started; sleep 60"}
+	})
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	err := r.FollowLogs(short, long, &out, nil)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("FollowLogs past its deadline: %v, want DeadlineExceeded", err)
+	}
+	if out.String() != "started\n" {
+		t.Errorf("followed %q before the deadline, want started", out.String())
+	}
+}
