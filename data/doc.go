@@ -9,6 +9,10 @@
 //	cluster-template-kcp-remediation.yaml  "kcp-remediation": machine health check, control plane
 //	cluster-template-self-hosted.yaml      "self-hosted": self-hosted
 //
+// kubetest/ holds the conformance specs' e2e.test flags
+// (KUBETEST_CONFIGURATION): conformance.yaml, every [Conformance] test;
+// conformance-fast.yaml, those that may run in parallel.
+//
 // There is no Go code here, only the test that renders every template the
 // way the suite does (upstream's CreateRepository with the CNI injected,
 // then clusterctl's template processing) and decodes the result into

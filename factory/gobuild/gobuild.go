@@ -77,6 +77,11 @@ type Target struct {
 	// differs. Only worth it for a module whose dependencies the suite
 	// shares (Cluster API's managers, the cloud controller manager).
 	Harness bool
+	// Test compiles the test binary of the one package in Packages (`go
+	// test -c`), named as the go command names it: "e2e.test" for
+	// k8s.io/kubernetes/test/e2e. Kubernetes' conformance suite is such a
+	// binary.
+	Test bool
 }
 
 // Builder runs go builds. The zero value is not usable: set CacheDir.
@@ -160,7 +165,7 @@ func (b *Builder) Build(ctx context.Context, t Target) (Result, error) {
 	outDir := filepath.Join(dir, "out", t.outputHash(goVersion, goMod))
 	res := Result{Binaries: map[string]string{}}
 	for _, p := range t.Packages {
-		res.Binaries[gomod.ExecName(p)] = filepath.Join(outDir, gomod.ExecName(p))
+		res.Binaries[t.binaryName(p)] = filepath.Join(outDir, t.binaryName(p))
 	}
 	if complete(outDir, res.Binaries) {
 		res.Cached = true
@@ -248,7 +253,19 @@ func (t Target) validate() error {
 	if t.LocalVersion != nil && t.LocalVersionID == "" {
 		return errors.New("go build: Target.LocalVersion needs a LocalVersionID")
 	}
+	if t.Test && len(t.Packages) != 1 {
+		return fmt.Errorf("go build: a test binary is built from one package, not %d", len(t.Packages))
+	}
 	return nil
+}
+
+// binaryName is the name of pkg's binary: its ExecName, plus ".test" for
+// a test binary.
+func (t Target) binaryName(pkg string) string {
+	if t.Test {
+		return gomod.ExecName(pkg) + ".test"
+	}
+	return gomod.ExecName(pkg)
 }
 
 // String names the target in errors and logs: "k8s.io/kubernetes@v1.36.3
@@ -299,6 +316,10 @@ var (
 // directory path ending in a separator).
 func (t Target) args(out string) []string {
 	args := []string{"build", "-mod=mod"}
+	if t.Test {
+		args = []string{"test", "-c", "-mod=mod"}
+		out += t.binaryName(t.Packages[0])
+	}
 	if !t.Harness {
 		args = append(args, "-trimpath")
 	}
@@ -315,6 +336,9 @@ func (t Target) args(out string) []string {
 // errors.
 func (t Target) listArgs() []string {
 	args := []string{"list", "-mod=mod", "-deps", "-f", "{{with .Error}}{{.}}{{end}}"}
+	if t.Test {
+		args = append(args, "-test")
+	}
 	if len(t.Tags) > 0 {
 		args = append(args, "-tags", strings.Join(t.Tags, ","))
 	}
@@ -348,9 +372,12 @@ func (t Target) env() []string {
 func (t Target) outputHash(goVersion string, gomod []byte) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "gobuild/v2\n%s\n%s\n%q\n%q\n%t\n%q\n%q\n%s\n", goVersion, gomod, t.Packages, t.Tags, t.CGO, GCFlags, t.ldflags(), t.GOARCH)
+	// Only when set, so that the other builds keep their outputs.
 	if t.Harness {
-		// Only when set, so that the other builds keep their outputs.
 		fmt.Fprintf(h, "harness\n")
+	}
+	if t.Test {
+		fmt.Fprintf(h, "test\n")
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -188,6 +188,38 @@ func TestTargetArgsAndHash(t *testing.T) {
 	}
 }
 
+func TestTargetTestBinary(t *testing.T) {
+	tg := Target{
+		Modules:  []module.Version{{Path: "k8s.io/kubernetes", Version: "v1.37.2"}},
+		Packages: []string{"k8s.io/kubernetes/test/e2e"},
+		Tags:     []string{"notest"},
+		Test:     true,
+	}
+	if err := tg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	args := tg.args("/out/")
+	want := []string{"test", "-c", "-mod=mod", "-trimpath", "-buildvcs=false", "-gcflags", "all=-dwarf=false", "-ldflags", "-s -w", "-tags", "notest", "-o", "/out/e2e.test", "k8s.io/kubernetes/test/e2e"}
+	if !slices.Equal(args, want) {
+		t.Errorf("args = %q, want %q", args, want)
+	}
+	if list := tg.listArgs(); !slices.Contains(list, "-test") {
+		t.Errorf("list args = %q: without -test, the test's own imports are not downloaded", list)
+	}
+	if got := tg.binaryName(tg.Packages[0]); got != "e2e.test" {
+		t.Errorf("binary = %q, want e2e.test", got)
+	}
+	test := tg.outputHash("go1.26.8", []byte("x"))
+	tg.Test = false
+	if tg.outputHash("go1.26.8", []byte("x")) == test {
+		t.Error("output hash ignores Test")
+	}
+	tg.Test, tg.Packages = true, []string{"k8s.io/kubernetes/test/e2e", "k8s.io/kubernetes/test/e2e_node"}
+	if err := tg.validate(); err == nil || !strings.Contains(err.Error(), "one package") {
+		t.Errorf("two packages in a test target: got %v, want an error", err)
+	}
+}
+
 func TestLDFlags(t *testing.T) {
 	src := Source{Version: "v1.36.3", Commit: "0123456789abcdef", Time: time.Date(2026, 7, 22, 18, 7, 38, 0, time.UTC)}
 	got := KubernetesLDFlags(src)

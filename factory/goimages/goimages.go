@@ -1,7 +1,9 @@
 // Package goimages builds the images of `make images` whose content is
 // compiled from Go modules (and pause, compiled from C): the Kubernetes
-// component images, etcd, CoreDNS, pause, kube-router and the four Cluster
-// API controllers. Each is a plan.Builder for one plan.Kind.
+// component images, etcd, CoreDNS, pause, kube-router, the four Cluster
+// API controllers, and Kubernetes' conformance image with the e2e test
+// images its tests run (testimages.go). Each is a plan.Builder for one
+// plan.Kind.
 //
 // The images imitate their upstream Dockerfiles where it matters to the
 // programs that run them: binary paths, entrypoints and users (kubeadm
@@ -53,7 +55,8 @@ var KubernetesBinaries = []string{
 var Files = []string{"factory/goimages", "factory/gobuild", "internal/gomod", "factory/oci"}
 
 // Kinds are the plan kinds Register adds a builder for.
-var Kinds = []plan.Kind{plan.KindKubeComponent, plan.KindEtcd, plan.KindCoreDNS, plan.KindPause, plan.KindKubeRouter, plan.KindClusterAPI, plan.KindGoImage}
+var Kinds = []plan.Kind{plan.KindKubeComponent, plan.KindEtcd, plan.KindCoreDNS, plan.KindPause, plan.KindKubeRouter, plan.KindClusterAPI, plan.KindGoImage,
+	plan.KindConformance, plan.KindTestImage}
 
 // Builders builds the Go-compiled images. Its methods return the
 // plan.Builder of each kind; Register adds them all to a map.
@@ -77,6 +80,8 @@ func (b *Builders) Register(m map[plan.Kind]plan.Builder) {
 	m[plan.KindKubeRouter] = plan.BuilderFunc(b.buildKubeRouter)
 	m[plan.KindClusterAPI] = plan.BuilderFunc(b.buildClusterAPI)
 	m[plan.KindGoImage] = plan.BuilderFunc(b.buildGoImage)
+	m[plan.KindConformance] = plan.BuilderFunc(b.buildConformance)
+	m[plan.KindTestImage] = plan.BuilderFunc(b.buildTestImage)
 }
 
 // SharedBuild returns a key naming the go command a step's builder shares
@@ -89,7 +94,15 @@ func (b *Builders) Register(m map[plan.Kind]plan.Builder) {
 // module, and those of one working tree its directory.
 func SharedBuild(s plan.Step) string {
 	switch s.Kind {
-	case plan.KindKubeComponent, plan.KindNode:
+	case plan.KindTestImage:
+		// Only those compiled in the version's Kubernetes build.
+		switch s.Inputs[plan.InputName] {
+		case config.TestImageAgnhost, config.TestImageNonewprivs, config.TestImageSampleAPIServer:
+		default:
+			return ""
+		}
+		fallthrough
+	case plan.KindKubeComponent, plan.KindNode, plan.KindConformance:
 		mod := s.Inputs[plan.InputModule]
 		if mod == "" {
 			mod = config.DefaultKubernetesModule
@@ -398,7 +411,10 @@ type imageContent struct {
 	dirs []string
 	// scratchEtc adds /tmp, /etc/passwd, /etc/group and /etc/nsswitch.conf.
 	scratchEtc bool
-	config     oci.Config
+	// extra are further entries made in memory (links, small files, modes
+	// such as set-user-ID), in a layer of their own above the others.
+	extra  []oci.File
+	config oci.Config
 }
 
 // passwd and group mirror distroless/static's, so programs that look up
@@ -456,13 +472,17 @@ func (b *Builders) image(ctx context.Context, s plan.Step, c imageContent) (err 
 		cfg.Labels = map[string]string{}
 	}
 	maps.Copy(cfg.Labels, s.Labels())
-	if v := s.Inputs[plan.InputVersion]; v != "" {
+	if v := s.Inputs[plan.InputVersion]; v != "" && cfg.Labels["org.opencontainers.image.version"] == "" {
 		cfg.Labels["org.opencontainers.image.version"] = v
 	}
 	if m := s.Inputs[plan.InputModule]; m != "" {
 		cfg.Labels["org.opencontainers.image.source"] = m
 	}
-	return oci.Build(ctx, b.Images, oci.Spec{Ref: s.Image, Base: c.base, Layers: []oci.Layer{oci.LayerFromDir(stage)}, Config: cfg})
+	layers := []oci.Layer{oci.LayerFromDir(stage)}
+	if len(c.extra) > 0 {
+		layers = append(layers, oci.LayerFromFiles(c.extra))
+	}
+	return oci.Build(ctx, b.Images, oci.Spec{Ref: s.Image, Base: c.base, Layers: layers, Config: cfg})
 }
 
 // linkOrCopy hard-links src to dst (the cache and the stage are usually on

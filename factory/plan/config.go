@@ -50,6 +50,14 @@ func CoreDNSID(version string) string { return "coredns/" + version }
 // PauseID returns the ID of the pause image step of a pause version.
 func PauseID(version string) string { return "pause/" + version }
 
+// ConformanceID returns the ID of the conformance image step of a
+// Kubernetes version.
+func ConformanceID(kubernetesVersion string) string { return "conformance/" + kubernetesVersion }
+
+// TestImageID returns the ID of an e2e test image step, e.g.
+// "e2e-test-image/agnhost:2.66.1".
+func TestImageID(nameTag string) string { return "e2e-test-image/" + nameTag }
+
 // New makes the plan for every image cfg's build section describes. cfg
 // must be valid (config.Load validates).
 func New(cfg *config.Config, opts Options) (*Plan, error) {
@@ -173,6 +181,10 @@ func New(cfg *config.Config, opts Options) (*Plan, error) {
 		}}, true)
 	}
 
+	for _, k := range b.Kubernetes {
+		g.conformance(k, onRootfs)
+	}
+
 	if err := g.clusterAPI(cfg); err != nil {
 		return nil, err
 	}
@@ -202,6 +214,48 @@ func New(cfg *config.Config, opts Options) (*Plan, error) {
 		return nil, g.err
 	}
 	return FromSteps(g.list(), opts)
+}
+
+// conformance adds k's conformance image and e2e test images, when k has a
+// conformance section. The conformance image is compiled in k's
+// Kubernetes build (its wrapper module, and kubectl from it); the test
+// images from k's sources too.
+func (g *graph) conformance(k config.Kubernetes, onRootfs func(string) (string, []string)) {
+	c := k.Conformance
+	if c == nil {
+		return
+	}
+	from, deps := onRootfs(c.Rootfs)
+	g.add(Step{ID: ConformanceID(k.Version), Kind: KindConformance, Image: c.Image, Deps: deps, Target: true, Published: true, Inputs: map[string]string{
+		InputFrom: from, InputModule: config.DefaultKubernetesModule, InputVersion: k.Version,
+	}}, true)
+	refs := k.TestImageRefs()
+	// kitten and nautilus are agnhost's image plus their files, as
+	// upstream builds them: on the agnhost of the same list.
+	agnhost := ""
+	for i, img := range c.TestImages {
+		if name, _, _ := strings.Cut(img, ":"); name == config.TestImageAgnhost && agnhost == "" {
+			agnhost = refs[i]
+		}
+	}
+	for i, img := range c.TestImages {
+		name, tag, _ := strings.Cut(img, ":")
+		s := Step{ID: TestImageID(img), Kind: KindTestImage, Image: refs[i], Target: true, Published: true, Inputs: map[string]string{
+			InputName: name, InputTag: tag, InputModule: config.DefaultKubernetesModule, InputVersion: k.Version,
+		}}
+		switch name {
+		case config.TestImageKitten, config.TestImageNautilus:
+			if agnhost == "" {
+				g.err = errors.Join(g.err, fmt.Errorf("step %q: builds on agnhost, which build.kubernetes %s's conformance.testImages does not list", s.ID, k.Version))
+				continue
+			}
+			s.Inputs[InputBase] = agnhost
+			s.Deps = []string{TestImageID(strings.TrimPrefix(agnhost, strings.TrimSuffix(c.TestImageRepository, "/")+"/"))}
+		default:
+			s.Inputs[InputFrom], s.Deps = from, deps
+		}
+		g.add(s, true)
+	}
 }
 
 // clusterAPI adds the active built-in providers' managers: from the module

@@ -82,6 +82,16 @@ const (
 	// source-hash and package (a local directory, Step.Dir); ldflags,
 	// tags, cgo, binary, user, and from when on a rootfs.
 	KindGoImage Kind = "go-image"
+	// KindConformance is Kubernetes' conformance image: e2e.test, ginkgo
+	// and kubectl on a rootfs. Inputs: from, module, version.
+	KindConformance Kind = "conformance"
+	// KindTestImage is one of Kubernetes' e2e test images (agnhost,
+	// busybox, ...), which conformance tests run. Inputs: name, tag,
+	// module and version (the k8s.io/kubernetes whose
+	// test/utils/image/manifest.go names the tag, and whose
+	// test/images holds the sources), from (the rootfs) except for
+	// busybox, and base (the agnhost image) for kitten and nautilus.
+	KindTestImage Kind = "e2e-test-image"
 )
 
 // Input keys of Step.Inputs. Lists are space separated and sorted.
@@ -113,6 +123,9 @@ const (
 	InputBinary      = "binary"       // path of the binary in the image
 	InputUser        = "user"         // user of the entrypoint
 	InputHarness     = "harness"      // "true": compiled as the suite is, sharing its packages (gobuild.Target.Harness)
+	InputName        = "name"         // an e2e test image's name, e.g. agnhost
+	InputTag         = "tag"          // an e2e test image's tag, e.g. 2.66.1
+	InputBase        = "base"         // image a test image is built on that is not a rootfs
 )
 
 // Step is one image to build.

@@ -93,12 +93,17 @@ func TestNewFromRepoConfig(t *testing.T) {
 	want := []string{
 		"cert-manager-substitute", "cluster-api/core", "cluster-api/docker", "cluster-api/kubeadm-bootstrap",
 		"cluster-api/kubeadm-control-plane", "cluster-api/test-extension",
-		"cluster-api/v1.13.4/core", "cluster-api/v1.13.4/docker", "cluster-api/v1.13.4/kubeadm-bootstrap", "cluster-api/v1.13.4/kubeadm-control-plane", "coredns/v1.14.2", "coredns/v1.14.6", "etcd/v3.6.8", "etcd/v3.7.0",
+		"cluster-api/v1.13.4/core", "cluster-api/v1.13.4/docker", "cluster-api/v1.13.4/kubeadm-bootstrap", "cluster-api/v1.13.4/kubeadm-control-plane",
+		"conformance/v1.37.2", "coredns/v1.14.2", "coredns/v1.14.6",
+		"e2e-test-image/agnhost:2.55", "e2e-test-image/agnhost:2.66.1", "e2e-test-image/busybox:1.37.0-2",
+		"e2e-test-image/glibc-dns-testing:2.1.1", "e2e-test-image/kitten:1.8", "e2e-test-image/nautilus:1.8",
+		"e2e-test-image/nginx:1.27.0-2", "e2e-test-image/nonewprivs:1.4", "e2e-test-image/nonroot:1.5",
+		"e2e-test-image/sample-apiserver:1.29.2", "etcd/v3.6.8", "etcd/v3.7.0",
 		"go-image/capd-e2e/cloud-controller-manager:v0.36.3",
 		"haproxy", "kind-base", "kube-apiserver/v1.36.3", "kube-apiserver/v1.37.2",
 		"kube-controller-manager/v1.36.3", "kube-controller-manager/v1.37.2", "kube-proxy/v1.36.3",
 		"kube-proxy/v1.37.2", "kube-router", "kube-scheduler/v1.36.3", "kube-scheduler/v1.37.2",
-		"node/v1.36.3", "node/v1.37.2", "pause/3.10.2", "rootfs/haproxy", "rootfs/net", "rootfs/node",
+		"node/v1.36.3", "node/v1.37.2", "pause/3.10.2", "rootfs/e2e-tools", "rootfs/haproxy", "rootfs/net", "rootfs/node",
 	}
 	sorted := slices.Sorted(slices.Values(ids))
 	if !slices.Equal(sorted, want) {
@@ -127,6 +132,19 @@ func TestNewFromRepoConfig(t *testing.T) {
 	capd, _ := p.Step(IDCAPD)
 	if capd.Inputs[InputPackage] != "sigs.k8s.io/cluster-api/test/infrastructure/docker" || capd.Inputs[InputVersion] != "v1.14.2" {
 		t.Errorf("%s = %+v", IDCAPD, capd)
+	}
+	conf, _ := p.Step("conformance/v1.37.2")
+	if conf.Image != "registry.k8s.io/conformance:v1.37.2" || !slices.Equal(conf.Deps, []string{"rootfs/e2e-tools"}) || conf.Inputs[InputVersion] != "v1.37.2" {
+		t.Errorf("conformance/v1.37.2 = %+v", conf)
+	}
+	kitten, _ := p.Step("e2e-test-image/kitten:1.8")
+	if kitten.Image != "registry.k8s.io/e2e-test-images/kitten:1.8" || kitten.Inputs[InputBase] != "registry.k8s.io/e2e-test-images/agnhost:2.66.1" ||
+		!slices.Equal(kitten.Deps, []string{"e2e-test-image/agnhost:2.66.1"}) {
+		t.Errorf("kitten = %+v", kitten)
+	}
+	// busybox takes its binary from the rootfs.
+	if busybox, _ := p.Step("e2e-test-image/busybox:1.37.0-2"); !slices.Equal(busybox.Deps, []string{"rootfs/e2e-tools"}) || busybox.Inputs[InputFrom] != "capd-e2e/debian-e2e-tools:trixie" {
+		t.Errorf("busybox = %+v", busybox)
 	}
 	if _, ok := p.Step("nope"); ok {
 		t.Error(`Step("nope") found a step`)
@@ -186,8 +204,11 @@ func TestDecide(t *testing.T) {
 			change: func(c *config.Config) {
 				c.Build.Debian.Mirror = "http://snapshot.debian.org/archive/debian/20261130T000000Z"
 			},
-			want: []string{"haproxy", "kind-base", "kube-proxy/v1.36.3", "kube-proxy/v1.37.2", "kube-router",
-				"node/v1.36.3", "node/v1.37.2", "rootfs/haproxy", "rootfs/net", "rootfs/node"},
+			want: []string{"conformance/v1.37.2", "e2e-test-image/agnhost:2.55", "e2e-test-image/agnhost:2.66.1",
+				"e2e-test-image/busybox:1.37.0-2", "e2e-test-image/glibc-dns-testing:2.1.1", "e2e-test-image/kitten:1.8", "e2e-test-image/nautilus:1.8",
+				"e2e-test-image/nginx:1.27.0-2", "e2e-test-image/nonewprivs:1.4", "e2e-test-image/nonroot:1.5",
+				"e2e-test-image/sample-apiserver:1.29.2", "haproxy", "kind-base", "kube-proxy/v1.36.3", "kube-proxy/v1.37.2", "kube-router",
+				"node/v1.36.3", "node/v1.37.2", "rootfs/e2e-tools", "rootfs/haproxy", "rootfs/net", "rootfs/node"},
 		},
 		{
 			name:   "unused containerd version with the debian runtime",
@@ -220,7 +241,12 @@ func TestDecide(t *testing.T) {
 			opts:   &Options{GoVersion: "go1.26.9", Arch: "amd64", SourceHashes: fixedHashes},
 			want: []string{"cert-manager-substitute", "cluster-api/core", "cluster-api/docker", "cluster-api/kubeadm-bootstrap",
 				"cluster-api/kubeadm-control-plane", "cluster-api/test-extension",
-				"cluster-api/v1.13.4/core", "cluster-api/v1.13.4/docker", "cluster-api/v1.13.4/kubeadm-bootstrap", "cluster-api/v1.13.4/kubeadm-control-plane", "coredns/v1.14.2", "coredns/v1.14.6", "etcd/v3.6.8", "etcd/v3.7.0",
+				"cluster-api/v1.13.4/core", "cluster-api/v1.13.4/docker", "cluster-api/v1.13.4/kubeadm-bootstrap", "cluster-api/v1.13.4/kubeadm-control-plane",
+				"conformance/v1.37.2", "coredns/v1.14.2", "coredns/v1.14.6",
+				"e2e-test-image/agnhost:2.55", "e2e-test-image/agnhost:2.66.1", "e2e-test-image/busybox:1.37.0-2",
+				"e2e-test-image/glibc-dns-testing:2.1.1", "e2e-test-image/kitten:1.8", "e2e-test-image/nautilus:1.8",
+				"e2e-test-image/nginx:1.27.0-2", "e2e-test-image/nonewprivs:1.4", "e2e-test-image/nonroot:1.5",
+				"e2e-test-image/sample-apiserver:1.29.2", "etcd/v3.6.8", "etcd/v3.7.0",
 				"go-image/capd-e2e/cloud-controller-manager:v0.36.3",
 				"kind-base", "kube-apiserver/v1.36.3", "kube-apiserver/v1.37.2",
 				"kube-controller-manager/v1.36.3", "kube-controller-manager/v1.37.2", "kube-proxy/v1.36.3",

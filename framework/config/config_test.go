@@ -96,6 +96,17 @@ func TestValidateNamesTheField(t *testing.T) {
 			`build.kubernetes[0].pause.image: Invalid value: tag "3.10.2" is not the version "3.10"`},
 		{"untagged image", func(c *Config) { c.Build.LoadBalancer.Image = "kindest/haproxy" },
 			"build.loadBalancer.image: Invalid value: \"kindest/haproxy\" is not an image reference with a tag"},
+		{"conformance rootfs", func(c *Config) { c.Build.Kubernetes[1].Conformance.Rootfs = "nope" },
+			`build.kubernetes[1].conformance.rootfs: Invalid value: no build.debian.rootfs is named "nope"`},
+		{"conformance test image name", func(c *Config) { c.Build.Kubernetes[1].Conformance.TestImages[0] = "agnhostx:2.66.1" },
+			`build.kubernetes[1].conformance.testImages[0]: Invalid value: "agnhostx:2.66.1": the factory builds no test image "agnhostx"`},
+		{"conformance test image tag", func(c *Config) { c.Build.Kubernetes[1].Conformance.TestImages[0] = "agnhost" },
+			`build.kubernetes[1].conformance.testImages[0]: Invalid value: "agnhost" is not <name>:<tag>`},
+		{"conformance test image of two versions", func(c *Config) {
+			c.Build.Kubernetes[0].Conformance = &Conformance{Rootfs: "e2e-tools", TestImages: []string{"agnhost:2.66.1"}, TestImageRepository: DefaultTestImageRepository, Image: "registry.k8s.io/conformance:v1.36.3"}
+		}, `image "registry.k8s.io/e2e-test-images/agnhost:2.66.1" is also built by`},
+		{"kubetest configuration", func(c *Config) { c.Variables[VarKubetestConfiguration] = "/nope.yaml" },
+			`variables.KUBETEST_CONFIGURATION: Invalid value: "/nope.yaml" is not a file`},
 		{"duplicate version", func(c *Config) { c.Build.Kubernetes[1].Version = "v1.36.3" },
 			"build.kubernetes[1].version: Invalid value: v1.36.3 is also build.kubernetes[0]"},
 		{"startup probes", func(c *Config) { c.Variables[VarStartupProbes] = "yes" },

@@ -30,10 +30,13 @@ const (
 const (
 	DefaultDebianVariant   = "minbase"
 	DefaultImageRepository = "registry.k8s.io"
-	DefaultNodeRootfs      = "node"
-	DefaultNetRootfs       = "net"
-	DefaultHAProxyRootfs   = "haproxy"
-	DefaultGoImageBinary   = "/manager"
+	// DefaultTestImageRepository is where Kubernetes' e2e test images
+	// live (test/utils/image/manifest.go's promoter E2E registry).
+	DefaultTestImageRepository = "registry.k8s.io/e2e-test-images"
+	DefaultNodeRootfs          = "node"
+	DefaultNetRootfs           = "net"
+	DefaultHAProxyRootfs       = "haproxy"
+	DefaultGoImageBinary       = "/manager"
 )
 
 // Environment variables that override build settings at load time. An
@@ -270,9 +273,11 @@ func (c *Config) absPaths(dir string) {
 		}
 		files(p.Files)
 	}
-	if v, ok := c.Variables[VarCNI]; ok {
-		abs(&v)
-		c.Variables[VarCNI] = v
+	for _, name := range []string{VarCNI, VarKubetestConfiguration} {
+		if v, ok := c.Variables[name]; ok {
+			abs(&v)
+			c.Variables[name] = v
+		}
 	}
 	abs(&c.Build.ClusterAPI.Source)
 	for i := range c.Build.GoImages {
@@ -322,6 +327,10 @@ func (c *Config) Default() {
 			k.NodeImage = "kindest/node:" + k.Version
 		}
 		setIfEmpty(&k.ImageRepository, DefaultImageRepository)
+		if c := k.Conformance; c != nil {
+			setIfEmpty(&c.Image, strings.TrimSuffix(k.ImageRepository, "/")+"/conformance:"+k.Version)
+			setIfEmpty(&c.TestImageRepository, DefaultTestImageRepository)
+		}
 		setIfEmpty(&k.Etcd.Path, DefaultEtcdModule)
 		setIfEmpty(&k.CoreDNS.Path, DefaultCoreDNSModule)
 		setIfEmpty(&k.Pause.Source, k.Version)

@@ -76,6 +76,46 @@ func (k *Kubernetes) ComponentImage(component string) string {
 	return strings.TrimSuffix(k.ImageRepository, "/") + "/" + component + ":" + k.Version
 }
 
+// ConformanceImage returns the conformance image of k, or "" when k has
+// no conformance section.
+func (k *Kubernetes) ConformanceImage() string {
+	if k.Conformance == nil {
+		return ""
+	}
+	return k.Conformance.Image
+}
+
+// TestImageRefs returns the references of k's e2e test images, e.g.
+// "registry.k8s.io/e2e-test-images/agnhost:2.66.1", in config order; none
+// when k has no conformance section.
+func (k *Kubernetes) TestImageRefs() []string {
+	if k.Conformance == nil {
+		return nil
+	}
+	out := make([]string, 0, len(k.Conformance.TestImages))
+	for _, img := range k.Conformance.TestImages {
+		out = append(out, strings.TrimSuffix(k.Conformance.TestImageRepository, "/")+"/"+img)
+	}
+	return out
+}
+
+// ConformanceImageVariable and ConformanceTestImagesVariable name the
+// variables through which upstream's E2EConfig (framework/config/upstream)
+// tells the conformance specs a version's conformance image and its e2e
+// test images (space separated), e.g. CONFORMANCE_IMAGE_1_37_2.
+func ConformanceImageVariable(version string) string {
+	return "CONFORMANCE_IMAGE_" + versionSuffix(version)
+}
+
+// ConformanceTestImagesVariable: see ConformanceImageVariable.
+func ConformanceTestImagesVariable(version string) string {
+	return "CONFORMANCE_TEST_IMAGES_" + versionSuffix(version)
+}
+
+func versionSuffix(version string) string {
+	return strings.NewReplacer(".", "_", "-", "_", "+", "_").Replace(strings.TrimPrefix(version, "v"))
+}
+
 // KubernetesVersion returns the build.kubernetes entry for version; the
 // leading "v" may be omitted.
 func (b *Build) KubernetesVersion(version string) (*Kubernetes, error) {

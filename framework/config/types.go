@@ -423,6 +423,53 @@ type Kubernetes struct {
 	// that an upgrade away from this version can run them on nodes not yet
 	// upgraded (CoreDNS is rolled out before the workers are).
 	Preload []Preload `json:"preload,omitempty"`
+	// Conformance is this version's conformance suite: its image and the
+	// e2e test images its tests run. Only a spec that runs conformance at
+	// this version needs it; without it, none can.
+	Conformance *Conformance `json:"conformance,omitempty"`
+}
+
+// Conformance is Kubernetes' conformance suite of one version: the image
+// that runs it (e2e.test, ginkgo and kubectl, as upstream's
+// registry.k8s.io/conformance) and the e2e test images its tests run on
+// the workload cluster's nodes, which the spec preloads there.
+type Conformance struct {
+	// Image is the conformance image. If unset,
+	// "<imageRepository>/conformance:<version>", upstream's name for it.
+	Image string `json:"image,omitempty"`
+	// Rootfs names the Debian rootfs the conformance image and the test
+	// images are built on: it needs the tools the tests exec in their
+	// pods (bash, curl, dig, nc, nginx, ...). Required.
+	Rootfs string `json:"rootfs"`
+	// TestImageRepository is where the test images live, as the
+	// version's test/utils/image/manifest.go names it. If unset,
+	// "registry.k8s.io/e2e-test-images".
+	TestImageRepository string `json:"testImageRepository,omitempty"`
+	// TestImages are the test images the conformance tests run,
+	// "<name>:<tag>" as in manifest.go (e.g. "agnhost:2.66.1"); each name
+	// must be one of TestImageNames. The build checks every tag against
+	// manifest.go. At least one.
+	TestImages []string `json:"testImages"`
+}
+
+// The e2e test images the image factory knows how to build (see
+// factory/testimages).
+const (
+	TestImageAgnhost         = "agnhost"
+	TestImageBusyBox         = "busybox"
+	TestImageGlibcDNSTesting = "glibc-dns-testing"
+	TestImageNginx           = "nginx"
+	TestImageKitten          = "kitten"
+	TestImageNautilus        = "nautilus"
+	TestImageNonewprivs      = "nonewprivs"
+	TestImageNonRoot         = "nonroot"
+	TestImageSampleAPIServer = "sample-apiserver"
+)
+
+// TestImageNames lists the e2e test images the factory builds.
+var TestImageNames = []string{
+	TestImageAgnhost, TestImageBusyBox, TestImageGlibcDNSTesting, TestImageNginx, TestImageKitten,
+	TestImageNautilus, TestImageNonewprivs, TestImageNonRoot, TestImageSampleAPIServer,
 }
 
 // ComponentImage is an image built from a Go module.

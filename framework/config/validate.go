@@ -295,6 +295,9 @@ const (
 	VarEtcdVersionUpgradeTo         = "ETCD_VERSION_UPGRADE_TO"
 	VarCoreDNSVersionUpgradeTo      = "COREDNS_VERSION_UPGRADE_TO"
 	VarCNI                          = "CNI"
+	// VarKubetestConfiguration is the conformance specs' file of e2e.test
+	// flags (upstream's name).
+	VarKubetestConfiguration = "KUBETEST_CONFIGURATION"
 	// VarContainerEngineSocket is the host path of the engine's socket
 	// that machines running CAPD mount (the self-hosted templates); the
 	// suite sets it from the engine unless the config or environment does.
@@ -344,9 +347,11 @@ func (c *Config) validateCrossChecks(e *errs) {
 	if c.CloudProviderExternal() && c.Build.CloudControllerManager.Image == "" {
 		e.add("build.cloudControllerManager.image", "required: %s is \"external\"", VarCloudProvider)
 	}
-	if v, ok := c.LookupVariable(VarCNI); ok && v != "" {
-		if st, err := os.Stat(c.ResolvePath(v)); err != nil || st.IsDir() {
-			e.add(field(VarCNI), "%q is not a file", v)
+	for _, name := range []string{VarCNI, VarKubetestConfiguration} {
+		if v, ok := c.LookupVariable(name); ok && v != "" {
+			if st, err := os.Stat(c.ResolvePath(v)); err != nil || st.IsDir() {
+				e.add(field(name), "%q is not a file", v)
+			}
 		}
 	}
 }

@@ -102,6 +102,21 @@ func (b *Build) validate(e *errs) {
 			e.add(f+".pause.image", "tag %q is not the version %q", tagOf(k.Pause.Image), k.Pause.Version)
 		}
 		e.version(f+".pause.source", k.Pause.Source)
+		if c := k.Conformance; c != nil {
+			e.ref(f+".conformance.image", c.Image)
+			hasRootfs(f+".conformance.rootfs", c.Rootfs)
+			if len(c.TestImages) == 0 {
+				e.add(f+".conformance.testImages", "at least one is required")
+			}
+			for n, img := range c.TestImages {
+				name, tag, ok := strings.Cut(img, ":")
+				if !ok || tag == "" || strings.ContainsAny(tag, ":/@") {
+					e.add(fmt.Sprintf("%s.conformance.testImages[%d]", f, n), "%q is not <name>:<tag>", img)
+				} else if !slices.Contains(TestImageNames, name) {
+					e.add(fmt.Sprintf("%s.conformance.testImages[%d]", f, n), "%q: the factory builds no test image %q (it builds %s)", img, name, strings.Join(TestImageNames, ", "))
+				}
+			}
+		}
 	}
 	for i, k := range b.Kubernetes {
 		for j, p := range k.Preload {
@@ -238,6 +253,14 @@ func (b *Build) validateCollisions(e *errs) {
 		add(f+".etcd.image", k.Etcd.Image, "etcd "+k.Etcd.String())
 		add(f+".coreDNS.image", k.CoreDNS.Image, "coredns "+k.CoreDNS.String())
 		add(f+".pause.image", k.Pause.Image, "pause "+k.Pause.Version+" from "+k.Pause.Source)
+		if k.Conformance != nil {
+			add(f+".conformance.image", k.Conformance.Image, "conformance "+k.Version)
+			// Built from this version's sources: another version's entry
+			// must not name the same one.
+			for n, ref := range k.TestImageRefs() {
+				add(fmt.Sprintf("%s.conformance.testImages[%d]", f, n), ref, "test image from "+k.Version+" on "+k.Conformance.Rootfs)
+			}
+		}
 	}
 	add("build.loadBalancer.image", b.LoadBalancer.Image, "haproxy")
 	add("build.clusterAPI.images.core", b.ClusterAPI.Images.Core, "capi core")

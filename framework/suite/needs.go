@@ -28,7 +28,9 @@ func dropUnneeded(cfg *config.Config, reqs []Requirement) []string {
 
 // imagesNeeded returns the images a run of the specs of reqs needs in the
 // engine, each with who needs it: what CAPD runs on the host (the load
-// balancer, the node image of every Kubernetes version a spec uses) and,
+// balancer, the node image of every Kubernetes version a spec uses, and
+// for a spec that runs conformance, the conformance image and the e2e
+// test images CAPD preloads into the machines) and,
 // with management (setup creates the kind cluster), the management
 // cluster's node image and images. A spec that upgrades from
 // build.clusterAPI.previous creates a further kind management cluster that
@@ -76,6 +78,15 @@ func imagesNeeded(cfg *config.Config, reqs []Requirement, management bool) []sel
 		add(cfg.Build.LoadBalancer.Image, r.Spec)
 		for _, v := range r.KubernetesVersions {
 			add(nodeImage(v), r.Spec)
+		}
+		for _, name := range r.Conformance {
+			v, _ := cfg.LookupVariable(name)
+			if k, err := cfg.Build.KubernetesVersion(v); err == nil {
+				add(k.ConformanceImage(), r.Spec)
+				for _, ref := range k.TestImageRefs() {
+					add(ref, r.Spec)
+				}
+			}
 		}
 		if r.TestExtension {
 			add(testExtension, r.Spec)

@@ -21,6 +21,8 @@ func TestImagesNeededPerSpec(t *testing.T) {
 	runtimeSDK.Spec, runtimeSDK.TestExtension = "k8s-upgrade-with-runtimesdk", true
 	clusterctlUpgrade := Requirement{Spec: "clusterctl-upgrade", Label: "clusterctl-upgrade",
 		KubernetesVersions: []string{"KUBERNETES_VERSION"}, PreviousRelease: true}
+	conformance := Requirement{Spec: "k8s-conformance", Label: "Conformance",
+		KubernetesVersions: []string{"KUBERNETES_VERSION"}, Conformance: []string{"KUBERNETES_VERSION"}}
 
 	load := func(t *testing.T) *config.Config {
 		t.Helper()
@@ -50,6 +52,14 @@ func TestImagesNeededPerSpec(t *testing.T) {
 	ext := cfg.Build.ClusterAPI.Images.TestExtension
 	lb := cfg.Build.LoadBalancer.Image
 	prevCore := config.WithTag(cfg.Build.ClusterAPI.Images.Core, cfg.Build.ClusterAPI.Previous.Version)
+	gate, err := cfg.Build.KubernetesVersion(cfg.Variables["KUBERNETES_VERSION"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformanceImage, agnhost := gate.ConformanceImage(), gate.TestImageRefs()[0]
+	if conformanceImage == "" || !strings.Contains(agnhost, "/e2e-test-images/agnhost:") {
+		t.Fatalf("the gate's version %s has no conformance image or agnhost first (%q, %q)", gate.Version, conformanceImage, agnhost)
+	}
 
 	tests := []struct {
 		name       string
@@ -66,6 +76,9 @@ func TestImagesNeededPerSpec(t *testing.T) {
 				cfg.Build.ClusterAPI.Images.Core:      {selection.SuiteSetup},
 				cfg.Build.CertManager.SubstituteImage: {selection.SuiteSetup},
 			},
+			absent: []string{ext, prevCore, conformanceImage, agnhost}},
+		{name: "conformance", reqs: []Requirement{conformance}, management: true,
+			want:   map[string][]string{conformanceImage: {"k8s-conformance"}, agnhost: {"k8s-conformance"}, lb: {"k8s-conformance"}},
 			absent: []string{ext, prevCore}},
 		{name: "upgrade", reqs: []Requirement{upgrade}, management: true,
 			want:   map[string][]string{from: {"k8s-upgrade"}, lb: {"k8s-upgrade"}},

@@ -35,6 +35,11 @@ type Requirement struct {
 	// PreviousRelease is set when the spec upgrades from
 	// build.clusterAPI.previous (which must then be set).
 	PreviousRelease bool
+	// Conformance are the variables among KubernetesVersions at whose
+	// version the spec runs Kubernetes' conformance suite: that
+	// build.kubernetes entry needs a conformance section (its image and
+	// e2e test images).
+	Conformance []string
 }
 
 // preflight checks that cfg (with the environment's overrides) has what
@@ -79,6 +84,12 @@ func preflight(cfg *config.Config, reqs []Requirement, management bool) error {
 		for _, k := range r.Intervals {
 			if _, _, err := cfg.Intervals(r.Spec, k); err != nil {
 				add(fmt.Errorf("%w (needed by %s)", err, who))
+			}
+		}
+		for _, name := range r.Conformance {
+			v, _ := cfg.LookupVariable(name)
+			if k, err := cfg.Build.KubernetesVersion(v); err == nil && k.Conformance == nil {
+				add(fmt.Errorf("build.kubernetes %s: no conformance section, needed by %s (it runs the conformance suite at variables.%s)", k.Version, who, name))
 			}
 		}
 		if r.PreviousRelease {

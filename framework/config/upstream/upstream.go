@@ -51,6 +51,15 @@ func E2EConfig(c *config.Config, renderDir string) (*clusterctl.E2EConfig, error
 		}
 		out.Providers = append(out.Providers, up)
 	}
+	// What the conformance specs need of each version's conformance
+	// section, which upstream's config has no place for; a variable of the
+	// same name in the config wins.
+	for _, k := range c.Build.Kubernetes {
+		if k.Conformance != nil {
+			out.Variables[config.ConformanceImageVariable(k.Version)] = k.ConformanceImage()
+			out.Variables[config.ConformanceTestImagesVariable(k.Version)] = strings.Join(k.TestImageRefs(), " ")
+		}
+	}
 	for k, v := range c.Variables {
 		out.Variables[k] = v
 	}

@@ -29,8 +29,20 @@ func TestE2EConfigMatchesOurs(t *testing.T) {
 	if up.ManagementClusterName != ours.ManagementClusterName {
 		t.Errorf("ManagementClusterName = %q, want %q", up.ManagementClusterName, ours.ManagementClusterName)
 	}
-	if !maps.Equal(up.Variables, ours.Variables) {
-		t.Errorf("Variables differ:\nupstream %v\nours     %v", up.Variables, ours.Variables)
+	// Ours, plus what the conformance specs need of each version's
+	// conformance section.
+	want := maps.Clone(ours.Variables)
+	for _, k := range ours.Build.Kubernetes {
+		if k.Conformance != nil {
+			want[config.ConformanceImageVariable(k.Version)] = k.ConformanceImage()
+			want[config.ConformanceTestImagesVariable(k.Version)] = strings.Join(k.TestImageRefs(), " ")
+		}
+	}
+	if !maps.Equal(up.Variables, want) {
+		t.Errorf("Variables differ:\nupstream %v\nwant     %v", up.Variables, want)
+	}
+	if got := up.Variables["CONFORMANCE_IMAGE_1_37_2"]; got != "registry.k8s.io/conformance:v1.37.2" {
+		t.Errorf("CONFORMANCE_IMAGE_1_37_2 = %q", got)
 	}
 	if len(up.Intervals) != len(ours.IntervalsByKey) {
 		t.Errorf("Intervals differ:\nupstream %v\nours     %v", up.Intervals, ours.IntervalsByKey)
