@@ -2,7 +2,7 @@
 // kube-router's generic DaemonSet from its module in the module cache,
 // pinned to the image the node images preload, with its CNI configuration
 // published only once it holds the node's pod range
-// (PublishRangedCNIConfig). The suite writes it into the clusterctl
+// (PublishRangedCNIConfig), and hostPorts mapped (AddPortMap). The suite writes it into the clusterctl
 // repository for the workload clusters (a ClusterResourceSet); the image
 // factory bakes it into the node images as kind's default CNI.
 //
@@ -39,7 +39,8 @@ var (
 // kube-router image pinned to kr.Image and imagePullPolicy IfNotPresent, so
 // the image preloaded in the node image is used, and with the CNI
 // configuration published only once it holds the node's pod range
-// (PublishRangedCNIConfig). Node images bake it in
+// (PublishRangedCNIConfig) and the portmap plugin added for hostPorts
+// (AddPortMap). Node images bake it in
 // as kind's default CNI; the workload clusters get the same file through a
 // ClusterResourceSet (see WriteKubeRouterManifest).
 func KubeRouterManifest(ctx context.Context, kr config.KubeRouter) ([]byte, error) {
@@ -58,6 +59,9 @@ func KubeRouterManifest(ctx context.Context, kr config.KubeRouter) ([]byte, erro
 	out, err := RewriteKubeRouterManifest(src, kr.Image)
 	if err == nil {
 		out, err = PublishRangedCNIConfig(out)
+	}
+	if err == nil {
+		out, err = AddPortMap(out)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("render kube-router manifest of %s@%s: %w", path, kr.Version, err)

@@ -3,6 +3,7 @@ package cni
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -241,4 +242,79 @@ func containerNamed(cs []corev1.Container, name string) *corev1.Container {
 		}
 	}
 	return nil
+}
+
+// kubeRouterCNIKey is the key of kube-router's CNI configuration in its
+// manifest's ConfigMap.
+const kubeRouterCNIKey = "cni-conf.json"
+
+// portMap is the CNI plugin that makes a pod's hostPort reach it, as
+// kube-router's documentation has it added after the bridge plugin
+// (kube-router itself does not map host ports). Without it, a pod's
+// hostPort is silently ignored: Kubernetes' conformance test "HostPort
+// validates that there is no conflict between pods with same hostPort but
+// different hostIP and protocol" fails. The node images' CNI plugins
+// (Debian's containernetworking-plugins) include it.
+var portMap = map[string]any{"type": "portmap", "snat": true, "capabilities": map[string]any{"portMappings": true}}
+
+// AddPortMap adds the portmap plugin (portMap) to the CNI configuration
+// list in manifest's ConfigMap holding kubeRouterCNIKey, unless the list
+// has one. The other documents are kept as they are. It is an error when
+// no ConfigMap holds a configuration list.
+func AddPortMap(manifest []byte) ([]byte, error) {
+	fail := func(err error) ([]byte, error) {
+		return nil, fmt.Errorf("add the portmap CNI plugin: %w", err)
+	}
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
+	var docs [][]byte
+	found := false
+	for n := 1; ; n++ {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fail(err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		var cm corev1.ConfigMap
+		if err := yaml.Unmarshal(doc, &cm); err != nil {
+			return fail(fmt.Errorf("document %d: %w", n, err))
+		}
+		if conf, ok := cm.Data[kubeRouterCNIKey]; ok && cm.Kind == "ConfigMap" {
+			var list map[string]any
+			if err := json.Unmarshal([]byte(conf), &list); err != nil {
+				return fail(fmt.Errorf("ConfigMap %s: %s: %w", cm.Name, kubeRouterCNIKey, err))
+			}
+			plugins, ok := list["plugins"].([]any)
+			if !ok {
+				return fail(fmt.Errorf("ConfigMap %s: %s is not a configuration list (no plugins)", cm.Name, kubeRouterCNIKey))
+			}
+			if !slices.ContainsFunc(plugins, func(p any) bool { m, _ := p.(map[string]any); return m["type"] == "portmap" }) {
+				list["plugins"] = append(plugins, portMap)
+				data, err := json.MarshalIndent(list, "", "  ")
+				if err != nil {
+					return fail(err)
+				}
+				var obj map[string]any
+				if err := yaml.Unmarshal(doc, &obj); err != nil {
+					return fail(fmt.Errorf("document %d: %w", n, err))
+				}
+				if err := unstructured.SetNestedField(obj, string(data)+"\n", "data", kubeRouterCNIKey); err != nil {
+					return fail(fmt.Errorf("document %d: %w", n, err))
+				}
+				if doc, err = yaml.Marshal(obj); err != nil {
+					return fail(fmt.Errorf("document %d: %w", n, err))
+				}
+			}
+			found = true
+		}
+		docs = append(docs, bytes.TrimRight(doc, "\n"))
+	}
+	if !found {
+		return fail(fmt.Errorf("no ConfigMap holds %s", kubeRouterCNIKey))
+	}
+	return append(bytes.Join(docs, []byte("\n---\n")), '\n'), nil
 }

@@ -1,6 +1,7 @@
 package cni
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -233,5 +234,42 @@ func TestPublishRangedCNIConfigMountsKubeProxyKubeconfig(t *testing.T) {
 	m := strings.Replace(kubeRouterManifest, "      volumes:\n", "      volumes:\n      - name: "+kubeProxyVolume+"\n        emptyDir: {}\n", 1)
 	if _, err := PublishRangedCNIConfig([]byte(m)); err == nil || !strings.Contains(err.Error(), `already has a volume "`+kubeProxyVolume+`"`) {
 		t.Errorf("a manifest with a volume of that name: %v", err)
+	}
+}
+
+func TestAddPortMap(t *testing.T) {
+	out, err := AddPortMap([]byte(kubeRouterManifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(out), "\n---\n")
+	var cm corev1.ConfigMap
+	if err := yaml.Unmarshal([]byte(docs[0]), &cm); err != nil {
+		t.Fatal(err)
+	}
+	conf := cm.Data[kubeRouterCNIKey]
+	var list struct {
+		Name    string
+		Plugins []map[string]any
+	}
+	if err := json.Unmarshal([]byte(conf), &list); err != nil {
+		t.Fatalf("%s: %v\n%s", kubeRouterCNIKey, err, conf)
+	}
+	if list.Name != "mynet" || len(list.Plugins) != 2 || list.Plugins[0]["type"] != "bridge" || list.Plugins[1]["type"] != "portmap" {
+		t.Errorf("configuration list = %+v, want bridge then portmap", list)
+	}
+	if caps, _ := list.Plugins[1]["capabilities"].(map[string]any); caps["portMappings"] != true {
+		t.Errorf("portmap without the portMappings capability: %v", list.Plugins[1])
+	}
+	if len(docs) != 3 || !strings.Contains(docs[1], "kind: DaemonSet") {
+		t.Errorf("the other documents changed: %d documents", len(docs))
+	}
+	// Once is enough.
+	again, err := AddPortMap(out)
+	if err != nil || string(again) != string(out) {
+		t.Errorf("a second AddPortMap changed the manifest (%v)", err)
+	}
+	if _, err := AddPortMap([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: b\n")); err == nil || !strings.Contains(err.Error(), "no ConfigMap holds cni-conf.json") {
+		t.Errorf("a manifest without the configuration: %v", err)
 	}
 }
