@@ -242,6 +242,13 @@ func loadSummary(root, dir string) Summary {
 			out.Key = append(out.Key, p)
 		}
 	}
+	// A conformance run's output and JUnit (framework/conformance).
+	for _, p := range out.All {
+		if rel := strings.TrimPrefix(p, filepath.ToSlash(dir)+"/kubetest/"); rel != p && !strings.Contains(rel, "/") &&
+			(rel == "e2e.log" || strings.HasPrefix(rel, "junit") && strings.HasSuffix(rel, ".xml")) {
+			out.Key = append(out.Key, p)
+		}
+	}
 	// The machines that are not Ready, and the containers not running:
 	// their log folders.
 	var names []string

@@ -187,3 +187,26 @@ func TestBarsToScale(t *testing.T) {
 		t.Errorf("a 200 ms phase of 4 minutes: width %.3f, want the minimum %.1f", got.Width, minWidth)
 	}
 }
+
+// TestKeyArtifactsOfAConformanceRun: a conformance run's output and JUnit
+// are among a spec's key artifacts (the failure text lists them); its
+// kubeconfig and e2e.test's other output are not.
+func TestKeyArtifactsOfAConformanceRun(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join("clusters", "k8s-conformance-x1")
+	for _, f := range []string{"summary.json", "summary.txt", "kubetest/e2e.log", "kubetest/junit_kubetest.k8s-conformance-x1.01.xml",
+		"kubetest/config/kubeconfig", "kubetest/e2e-output/out.txt"} {
+		p := filepath.Join(root, dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := loadSummary(root, dir).Key
+	want := []string{dir + "/summary.txt", dir + "/kubetest/e2e.log", dir + "/kubetest/junit_kubetest.k8s-conformance-x1.01.xml"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("key artifacts = %q, want %q", got, want)
+	}
+}

@@ -92,10 +92,18 @@ const AbortedMessage = "did not complete (the spec failed or timed out here; see
 const (
 	maxConditionLines = 12
 	maxMessage        = 240
+	maxFailedTests    = 20
 )
 
+// FailedTestsAttribute is the attribute a spec sets to the tests it ran
+// that failed, one per line, each with the start of its message (the
+// conformance specs: Kubernetes' e2e tests): FailureText shows them
+// right under the failing phase.
+const FailedTestsAttribute = "failed tests"
+
 // FailureText is what a person triaging a failed spec reads first, as
-// plain text: the failing phase and its error, the cluster, its unhealthy
+// plain text: the failing phase and its error, the tests that failed
+// (FailedTestsAttribute), the cluster, its unhealthy
 // conditions (reason and message), the machines and containers that are
 // not running, then the artifacts to open (paths relative to the artifacts
 // folder, as given: the caller lists those that exist). It is empty for a
@@ -120,6 +128,17 @@ func (s Summary) FailureText(artifacts []string) string {
 		}
 	}
 	b.WriteString("\n")
+	if ft := strings.TrimSpace(s.Attribute(FailedTestsAttribute)); ft != "" {
+		lines := strings.Split(ft, "\n")
+		fmt.Fprintf(&b, "failed tests (%d):\n", len(lines))
+		for i, l := range lines {
+			if i == maxFailedTests {
+				fmt.Fprintf(&b, "  (%d more in summary.txt)\n", len(lines)-i)
+				break
+			}
+			fmt.Fprintf(&b, "  %s\n", clip(l, 2*maxMessage))
+		}
+	}
 	if cluster := s.Attribute("cluster"); cluster != "" {
 		fmt.Fprintf(&b, "cluster: %s", cluster)
 		if ns := s.Attribute("namespace"); ns != "" {

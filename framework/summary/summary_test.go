@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -281,5 +282,33 @@ func TestBestEffortPhaseErrorIsAWarning(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^\s+\+\S+\s+\S+\s+warning\s+cleanup: collect machine logs$`).MatchString(b.String()) {
 		t.Errorf("summary lacks the warning:\n%s", b.String())
+	}
+}
+
+func TestFailureTextNamesFailedTests(t *testing.T) {
+	c := newClock()
+	r := newWithClock("k8s-conformance", t.TempDir(), c.now)
+	r.Set("cluster", "k8s-conformance-x1y2z3")
+	done := r.Phase("run Kubernetes conformance v1.37.2")
+	var tests []string
+	for i := range 25 {
+		tests = append(tests, fmt.Sprintf("[sig-network] DNS should provide DNS for services [Conformance] #%d: lookup failed", i))
+	}
+	r.Set(FailedTestsAttribute, strings.Join(tests, "\n"))
+	done(errors.New("conformance: 25 of 400 tests failed"))
+	r.Fail("conformance: 25 of 400 tests failed", "conformance.go:1")
+	text := r.Summary().FailureText(nil)
+	for _, want := range []string{
+		"k8s-conformance failed in phase: run Kubernetes conformance v1.37.2",
+		"failed tests (25):\n  [sig-network] DNS should provide DNS for services [Conformance] #0: lookup failed\n",
+		"#19: lookup failed\n  (5 more in summary.txt)\n",
+		"cluster: k8s-conformance-x1y2z3\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("failure text lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "#20:") {
+		t.Errorf("failure text lists more than %d tests:\n%s", maxFailedTests, text)
 	}
 }
