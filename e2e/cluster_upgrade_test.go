@@ -23,3 +23,19 @@ var _ = Describe("When upgrading a ClusterClass cluster's Kubernetes version", L
 		return specs.ClusterUpgradeSpecInput{CommonInput: commonInput(), Flavor: ptr.To("topology"), WorkerMachineCount: ptr.To[int64](1)}
 	})
 })
+
+// The upgrade, then Kubernetes' conformance suite at the new version: on a
+// ClusterClass cluster, as upstream's conformance upgrade job, and on one
+// without.
+var _ = Describe("When upgrading a ClusterClass cluster and testing Kubernetes conformance", Label(specs.LabelClusterClass), func() {
+	specs.ClusterUpgradeConformanceSpec(func() specs.ClusterUpgradeConformanceSpecInput {
+		return specs.ClusterUpgradeConformanceSpecInput{ClusterUpgradeSpecInput: specs.ClusterUpgradeSpecInput{
+			CommonInput: commonInput(), Flavor: ptr.To("topology"), WorkerMachineCount: ptr.To[int64](1)}}
+	})
+})
+
+var _ = Describe("When upgrading a cluster and testing Kubernetes conformance", func() {
+	specs.ClusterUpgradeConformanceSpec(func() specs.ClusterUpgradeConformanceSpecInput {
+		return specs.ClusterUpgradeConformanceSpecInput{ClusterUpgradeSpecInput: specs.ClusterUpgradeSpecInput{CommonInput: commonInput()}}
+	})
+})

@@ -63,8 +63,7 @@ type ClusterUpgradeSpecInput struct {
 
 // ClusterUpgradeSpec creates a cluster at KUBERNETES_VERSION_UPGRADE_FROM
 // and upgrades it to KUBERNETES_VERSION_UPGRADE_TO, then checks every Node
-// is Ready at the new version and the Cluster Available. It runs no
-// conformance tests.
+// is Ready at the new version and the Cluster Available.
 //
 // A Cluster of a ClusterClass (Flavor "topology") is upgraded through
 // spec.topology.version, with etcd's and CoreDNS's image tags through its
@@ -81,48 +80,91 @@ type ClusterUpgradeSpecInput struct {
 // wait-machine-upgrade (control-plane Machines, kube-proxy, CoreDNS, etcd),
 // wait-control-plane-upgrade (a topology's control plane),
 // wait-machine-deployment-upgrade, wait-machine-pool-upgrade (a topology's
-// MachinePools) and wait-nodes-ready.
+// MachinePools) and wait-nodes-ready. ClusterUpgradeConformanceSpec runs
+// Kubernetes' conformance suite after it.
 func ClusterUpgradeSpec(inputGetter func() ClusterUpgradeSpecInput) {
 	It("upgrades the control plane, then the workers, to the new Kubernetes version",
 		Label(LabelK8sUpgrade, LabelSlow),
 		func(specCtx SpecContext) {
 			in := inputGetter()
-			r, ctx := begin(specCtx, "k8s-upgrade", in.CommonInput, in.Timeout)
-			from := r.variable(varKubernetesVersionUpgradeFrom)
-			to := r.variable(varKubernetesVersionUpgradeTo)
-			etcdTag := r.in.E2EConfig.GetVariableOrEmpty(varEtcdVersionUpgradeTo)
-			dnsTag := r.in.E2EConfig.GetVariableOrEmpty(varCoreDNSVersionUpgradeTo)
-			r.summary.Set("upgrade", fmt.Sprintf("%s -> %s", from, to))
-
-			res := r.createCluster(ctx, createOptions{
-				flavor:                  deref(in.Flavor, "upgrades"),
-				kubernetesVersion:       from,
-				controlPlaneCount:       deref(in.ControlPlaneMachineCount, 1),
-				workerCount:             deref(in.WorkerMachineCount, 2),
-				waiters:                 in.ControlPlaneWaiters,
-				postMachinesProvisioned: in.PostMachinesProvisioned,
-			})
-			proxy := r.in.BootstrapClusterProxy
-
-			if res.Cluster.Spec.Topology.IsDefined() {
-				r.upgradeTopology(ctx, in, res, to, etcdTag, dnsTag)
-			} else {
-				r.upgradeClassic(ctx, in, res, to, etcdTag, dnsTag)
-			}
-
-			r.summary.Set("node images after the upgrade", r.nodeImages(ctx, proxy.GetClient()))
-			r.step("wait for every node to be Ready at the new version", func() {
-				wl := proxy.GetWorkloadCluster(ctx, r.namespace, r.clusterName)
-				defer wl.Dispose(ctx)
-				framework.WaitForNodesReady(ctx, framework.WaitForNodesReadyInput{
-					Lister:            wl.GetClient(),
-					KubernetesVersion: to,
-					Count:             int(res.ExpectedTotalNodes()),
-					WaitForNodesReady: r.intervals("wait-nodes-ready"),
-				})
-			})
-			r.verifyClusterHealthy(ctx, proxy)
+			upgradeCluster(specCtx, "k8s-upgrade", in, nil)
 		})
+}
+
+// ClusterUpgradeConformanceSpecInput is the input of
+// ClusterUpgradeConformanceSpec.
+type ClusterUpgradeConformanceSpecInput struct {
+	ClusterUpgradeSpecInput
+
+	// Conformance says how the conformance suite runs.
+	Conformance ConformanceInput
+}
+
+// ClusterUpgradeConformanceSpec is ClusterUpgradeSpec followed by
+// Kubernetes' conformance suite of KUBERNETES_VERSION_UPGRADE_TO against
+// the upgraded cluster (upstream's ClusterUpgradeConformanceSpec, whose
+// SkipConformanceTests is ClusterUpgradeSpec here). The machines preload
+// that version's e2e test images, the upgraded ones too.
+//
+// Spec name: "k8s-upgrade-and-conformance". Variables and intervals:
+// ClusterUpgradeSpec's, KUBETEST_CONFIGURATION, KUBETEST_GINKGO_NODES
+// (optional) and wait-conformance.
+func ClusterUpgradeConformanceSpec(inputGetter func() ClusterUpgradeConformanceSpecInput) {
+	It("upgrades the cluster, then passes Kubernetes' conformance tests at the new version",
+		Label(LabelK8sUpgrade, LabelConformance, LabelUpgradeConformance, LabelSlow),
+		func(specCtx SpecContext) {
+			in := inputGetter()
+			upgradeCluster(specCtx, specUpgradeConformance, in.ClusterUpgradeSpecInput, &in.Conformance)
+		})
+}
+
+// upgradeCluster is the body of both upgrade specs; with conformance set,
+// the suite runs after the upgrade.
+func upgradeCluster(specCtx SpecContext, spec string, in ClusterUpgradeSpecInput, conformance *ConformanceInput) {
+	r, ctx := begin(specCtx, spec, in.CommonInput, in.Timeout)
+	from := r.variable(varKubernetesVersionUpgradeFrom)
+	to := r.variable(varKubernetesVersionUpgradeTo)
+	etcdTag := r.in.E2EConfig.GetVariableOrEmpty(varEtcdVersionUpgradeTo)
+	dnsTag := r.in.E2EConfig.GetVariableOrEmpty(varCoreDNSVersionUpgradeTo)
+	r.summary.Set("upgrade", fmt.Sprintf("%s -> %s", from, to))
+
+	var vars map[string]string
+	if conformance != nil {
+		vars = map[string]string{varDockerPreloadImages: r.testImages(to)}
+	}
+	res := r.createCluster(ctx, createOptions{
+		flavor:                  deref(in.Flavor, "upgrades"),
+		kubernetesVersion:       from,
+		controlPlaneCount:       deref(in.ControlPlaneMachineCount, 1),
+		workerCount:             deref(in.WorkerMachineCount, 2),
+		variables:               vars,
+		waiters:                 in.ControlPlaneWaiters,
+		postMachinesProvisioned: in.PostMachinesProvisioned,
+	})
+	proxy := r.in.BootstrapClusterProxy
+
+	if res.Cluster.Spec.Topology.IsDefined() {
+		r.upgradeTopology(ctx, in, res, to, etcdTag, dnsTag)
+	} else {
+		r.upgradeClassic(ctx, in, res, to, etcdTag, dnsTag)
+	}
+
+	r.summary.Set("node images after the upgrade", r.nodeImages(ctx, proxy.GetClient()))
+	r.step("wait for every node to be Ready at the new version", func() {
+		wl := proxy.GetWorkloadCluster(ctx, r.namespace, r.clusterName)
+		defer wl.Dispose(ctx)
+		framework.WaitForNodesReady(ctx, framework.WaitForNodesReadyInput{
+			Lister:            wl.GetClient(),
+			KubernetesVersion: to,
+			Count:             int(res.ExpectedTotalNodes()),
+			WaitForNodesReady: r.intervals("wait-nodes-ready"),
+		})
+	})
+	r.verifyClusterHealthy(ctx, proxy)
+	if conformance != nil {
+		r.runConformance(ctx, *conformance, to, int(res.ExpectedWorkerNodes()))
+		r.verifyClusterHealthy(ctx, proxy)
+	}
 }
 
 // upgradeClassic upgrades a cluster without a ClusterClass as upstream's

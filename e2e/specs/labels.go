@@ -21,6 +21,9 @@ package specs
 //	SelfHostedSpec           self-hosted, clusterctl, slow   ClusterClass
 //	RuntimeSDKSpec           runtime-sdk, K8s-Upgrade        ClusterClass
 //	ClusterctlUpgradeSpec    clusterctl-upgrade, clusterctl  ClusterClass
+//	K8SConformanceSpec       Conformance, K8s-Install, slow
+//	ClusterUpgradeConformanceSpec K8s-Upgrade, Conformance,  ClusterClass
+//	                         k8s-upgrade-and-conformance, slow
 //
 // capd-e2e's own suite (e2e/) puts PR-Blocking and ClusterClass on the
 // quick-start with the topology flavor, as upstream's PR gate does.
@@ -66,6 +69,14 @@ const (
 	// kept running with the management cluster (capd-e2e's suite registers
 	// it only when CAPD_E2E_KEEP names the environment).
 	LabelExplore = "explore"
+	// LabelConformance marks specs that run Kubernetes' conformance suite
+	// (upstream's).
+	LabelConformance = "Conformance"
+	// LabelK8sInstall marks the conformance spec on a new cluster
+	// (upstream's).
+	LabelK8sInstall = "K8s-Install"
+	// LabelUpgradeConformance marks the upgrade followed by conformance.
+	LabelUpgradeConformance = specUpgradeConformance
 	// LabelSlow marks specs that take more than about 20 minutes on a CI
 	// machine.
 	LabelSlow = "slow"

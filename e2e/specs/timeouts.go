@@ -37,6 +37,17 @@ var creationWaits = []string{
 // end: the Cluster Available, every Machine Ready.
 var healthWaits = []string{"wait-cluster", "wait-cluster"}
 
+// upgradeWaits are the upgrade specs' (upgradeCluster): the creation; the
+// control plane's Machines (a topology's: wait-control-plane-upgrade),
+// kube-proxy, CoreDNS and etcd; the MachineDeployment and the MachinePool
+// of the default flavors (one per MachineDeployment or MachinePool: set
+// Timeout for a flavor with more); every Node Ready at the new version;
+// the cluster healthy.
+var upgradeWaits = slices.Concat(creationWaits,
+	[]string{"wait-machine-upgrade", "wait-machine-upgrade", "wait-machine-upgrade", "wait-machine-upgrade",
+		"wait-control-plane-upgrade", "wait-machine-deployment-upgrade", "wait-machine-pool-upgrade", "wait-nodes-ready"},
+	healthWaits)
+
 var specWaits = map[string][]string{
 	"quick-start": slices.Concat(creationWaits,
 		// With a cloud-controller-manager: every Node initialised; the
@@ -46,15 +57,7 @@ var specWaits = map[string][]string{
 		[]string{"wait-nodes-ready",
 			"wait-load-balancer", "wait-load-balancer", "wait-worker-nodes",
 			"wait-load-balancer", "wait-load-balancer", "wait-load-balancer", "wait-load-balancer"}),
-	"k8s-upgrade": slices.Concat(creationWaits,
-		// The control plane's Machines (a topology's:
-		// wait-control-plane-upgrade), kube-proxy, CoreDNS and etcd; the
-		// MachineDeployment and the MachinePool of the default flavors
-		// (one per MachineDeployment or MachinePool: set Timeout for a
-		// flavor with more); every Node Ready at the new version.
-		[]string{"wait-machine-upgrade", "wait-machine-upgrade", "wait-machine-upgrade", "wait-machine-upgrade",
-			"wait-control-plane-upgrade", "wait-machine-deployment-upgrade", "wait-machine-pool-upgrade", "wait-nodes-ready"},
-		healthWaits),
+	"k8s-upgrade": upgradeWaits,
 	"machine-pool": slices.Concat(creationWaits,
 		// Each scaling step (3, 1, 0 by default: set Timeout for more).
 		[]string{"wait-machine-pool-nodes", "wait-machine-pool-nodes", "wait-machine-pool-nodes"},
@@ -91,6 +94,12 @@ var specWaits = map[string][]string{
 		// rollout, the MachineDeployment scaled to 2 and back to 1.
 		[]string{"wait-controllers", "wait-crd-migration", "check-no-rollout", "wait-worker-nodes", "wait-worker-nodes"},
 		healthWaits),
+	// The cluster created with its test images, the suite's run, the
+	// cluster still healthy.
+	specK8sConformance: slices.Concat(creationWaits, []string{"wait-conformance"}, healthWaits),
+	// The upgrade's waits (see specWaits["k8s-upgrade"]), the suite's
+	// run, the cluster still healthy.
+	specUpgradeConformance: slices.Concat(upgradeWaits, []string{"wait-conformance"}, healthWaits),
 	"self-hosted": slices.Concat(creationWaits,
 		// clusterctl init, every Machine with a Node, the moved Cluster
 		// reconciled, the window without a rollout.

@@ -60,6 +60,8 @@ var specFiles = map[string][]string{
 	// hooks.go's pass is called once per hook: specWaits lists its
 	// waits per call.
 	"k8s-upgrade-with-runtimesdk": {"runtime_sdk.go", "hooks.go"},
+	specK8sConformance:            {"k8s_conformance.go", "conformance.go"},
+	specUpgradeConformance:        {"cluster_upgrade.go", "conformance.go"},
 }
 
 var cleanupFiles = map[string][]string{
@@ -91,7 +93,7 @@ func TestWaitsListWhatTheCodeWaitsFor(t *testing.T) {
 	}
 	varNames := map[string]string{
 		"varKubernetesVersion": varKubernetesVersion, "varKubernetesVersionUpgradeFrom": varKubernetesVersionUpgradeFrom,
-		"varKubernetesVersionUpgradeTo": varKubernetesVersionUpgradeTo,
+		"varKubernetesVersionUpgradeTo": varKubernetesVersionUpgradeTo, "varKubetestConfiguration": varKubetestConfiguration,
 	}
 	creation, _ := scan(t, "create.go", "waits.go")
 	for spec, files := range specFiles {

@@ -1,0 +1,143 @@
+package conformance
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/capd-e2e/capd-e2e/framework/leak"
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
+	"github.com/capd-e2e/capd-e2e/framework/runtime/runtimetest"
+)
+
+// fakeGinkgo stands in for the conformance image's ginkgo: it prints its
+// arguments, then with MODE=hang prints and waits; otherwise it writes a
+// JUnit report with a passed and a failed test where e2e.test writes it
+// and exits 1, as ginkgo does when a test failed.
+const fakeGinkgo = `#!/bin/sh
+echo "fake ginkgo $*"
+for a in "$@"; do case "$a" in --report-prefix=*) p="${a#--report-prefix=}";; esac; done
+if [ "$MODE" = hang ]; then echo hanging; exec sleep 600; fi
+cat > "/output/junit_${p}01.xml" <<EOF
+<?xml version="1.0" encoding="UTF-8"?>
+<testsuites tests="2" failures="1">
+  <testsuite name="Kubernetes e2e suite" tests="2" failures="1">
+    <testcase name="[sig-node] Pods should get a host IP [Conformance]" status="passed"></testcase>
+    <testcase name="[sig-network] Services should serve a basic endpoint from pods [Conformance]" status="failed">
+      <failure message="[FAILED] service not reachable" type="failed">[FAILED] service not reachable&#xA;In [It] at: service.go:100</failure>
+    </testcase>
+  </testsuite>
+</testsuites>
+EOF
+echo "Ran 2 of 2 Specs"
+exit 1
+`
+
+// conformanceImage makes an image with fakeGinkgo at ginkgo's path, from
+// the registry-free test image.
+func conformanceImage(t *testing.T, ctx context.Context, rt runtime.Runtime, runID string) string {
+	t.Helper()
+	base, err := runtimetest.EnsureImage(ctx, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "capd-e2e-it-conformance-" + runID
+	if _, err := rt.RunContainer(ctx, runtime.ContainerSpec{Name: name, Image: base, Labels: runtime.RunLabels(runID, "integration-test", nil)}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rt.RemoveContainer(context.WithoutCancel(ctx), name) }()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{Name: "ginkgo", Mode: 0o755, Size: int64(len(fakeGinkgo))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write([]byte(fakeGinkgo)); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runtime.Output(ctx, rt, name, "mkdir", "-p", "/usr/local/bin"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.CopyTo(ctx, name, "/usr/local/bin", &buf); err != nil {
+		t.Fatal(err)
+	}
+	ref := "capd-e2e.local/conformance-test:" + runID
+	if _, err := rt.Commit(ctx, name, runtime.CommitOptions{Ref: ref}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.RemoveImage(context.Background(), ref) })
+	return ref
+}
+
+// TestIntegrationRun runs the runner against the real engine: a failed
+// test is named, the output and the JUnit are kept, the container is
+// gone; a run past its timeout ends at it, keeps what it printed and
+// leaves nothing.
+func TestIntegrationRun(t *testing.T) {
+	rt := runtimetest.Engine(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	runID := runtime.NewRunID()
+	image := conformanceImage(t, ctx, rt, runID)
+	network := "capd-e2e-it-conformance-" + runID
+	if _, err := rt.CreateNetwork(ctx, network, runtime.RunLabels(runID, "integration-test", nil)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.RemoveNetwork(context.Background(), network) })
+	cluster := "it-" + runID
+	labels := runtime.RunLabels(runID, "integration-test", map[string]string{leak.LabelTrackedCluster: cluster})
+	left := func() []runtime.Container {
+		cs, err := rt.ListContainers(ctx, runtime.Filter{Labels: map[string]string{runtime.LabelRunID: runID, leak.LabelTrackedCluster: cluster}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs
+	}
+	in := RunInput{
+		Runtime: rt, Image: image, Kubeconfig: []byte("apiVersion: v1\nkind: Config\n"), Network: network,
+		ArtifactsDir: filepath.Join(t.TempDir(), "kubetest", cluster), ClusterName: cluster,
+		Config:      map[string]string{"ginkgo.focus": `\[Conformance\]`},
+		GinkgoNodes: 2, NumberOfNodes: 2, Labels: labels, Timeout: time.Minute,
+	}
+
+	res, err := Run(ctx, in)
+	if err == nil || !strings.Contains(err.Error(), "conformance: 1 of 2 tests failed") ||
+		!strings.Contains(err.Error(), "- [sig-network] Services should serve a basic endpoint from pods [Conformance]\n    [FAILED] service not reachable") {
+		t.Errorf("Run = %v, want the failed test named", err)
+	}
+	log, _ := os.ReadFile(res.Log)
+	if !strings.Contains(string(log), "fake ginkgo --nodes=2 --timeout=1m0s /usr/local/bin/e2e.test -- --kubeconfig=/tmp/kubeconfig") ||
+		!strings.Contains(string(log), `--ginkgo.focus=\[Conformance\]`) || !strings.Contains(string(log), "Ran 2 of 2 Specs") {
+		t.Errorf("log = %q", log)
+	}
+	if res.JUnit == "" || res.Passed != 1 || res.Failed != 1 || res.ExitCode != 1 {
+		t.Errorf("result = %+v", res)
+	}
+	if cs := left(); len(cs) != 0 {
+		t.Errorf("containers left after the run: %+v", cs)
+	}
+
+	in.Env, in.Timeout = []string{"MODE=hang"}, 3*time.Second
+	start := time.Now()
+	_, err = Run(ctx, in)
+	if err == nil || !strings.Contains(err.Error(), "timed out after 3s") {
+		t.Errorf("Run past its timeout = %v", err)
+	}
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("the timed-out run took %s", took)
+	}
+	log, _ = os.ReadFile(res.Log)
+	if !strings.Contains(string(log), "hanging") || !strings.Contains(string(log), "capd-e2e: the conformance run timed out after 3s") {
+		t.Errorf("log of the timed-out run = %q", log)
+	}
+	if cs := left(); len(cs) != 0 {
+		t.Errorf("containers left after the timeout: %+v", cs)
+	}
+}
