@@ -24,6 +24,10 @@
 #                      copy of the harness: the quick-start fails within
 #                      wait-cluster (1m there), naming the patch, the
 #                      variable and the ClusterClass
+#   broken-dns         conformance (K8s-Install, its DNS tests only) on a
+#                      cluster whose CoreDNS is scaled to zero when the
+#                      suite starts: the run fails, its JUnit failure text
+#                      names the failed DNS tests, the container is gone
 #
 # The results table goes to ARTIFACTS/faults/results.md (ARTIFACTS default
 # _artifacts); each scenario's log and artifacts are beside it.
@@ -33,7 +37,7 @@ cd "$REPO_ROOT"
 OUT=${ARTIFACTS:-$REPO_ROOT/_artifacts}/faults
 rm -rf "$OUT"
 mkdir -p "$OUT"
-FAULTS=${FAULTS:-bad-config setup-fail artifacts-full interrupt-kind interrupt-nodes interrupt-cp sigint-suite double-interrupt killed-rerun concurrent bad-clusterclass}
+FAULTS=${FAULTS:-bad-config setup-fail artifacts-full interrupt-kind interrupt-nodes interrupt-cp sigint-suite double-interrupt killed-rerun concurrent bad-clusterclass broken-dns}
 unset SKIP_RESOURCE_CLEANUP CAPD_E2E_INJECT_FAULT GINKGO_FOCUS GINKGO_SKIP
 export GINKGO_LABEL_FILTER="PR-Blocking"
 
@@ -41,6 +45,7 @@ log() { printf '[test-faults %s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 newid() { od -An -N6 -tx1 /dev/urandom | tr -d ' \n'; }
 
 scripts/ensure-engine.sh --privileged-nesting
+scripts/install-deps.sh --kubectl
 scripts/images.sh >"$OUT/images.log" 2>&1
 CGO_ENABLED=0 go build -gcflags=all=-dwarf=false -o hack/tools/bin/capd-e2e-clean ./cmd/capd-e2e-clean
 CGO_ENABLED=0 go build -gcflags=all=-dwarf=false -o hack/tools/bin/capd-e2e-secrets ./cmd/capd-e2e-secrets
@@ -226,6 +231,33 @@ for f in $FAULTS; do
   double-interrupt)
     interrupt "$f" "wait for control plane initialized" "TERM TERM"
     check "$f" "spec: control-plane wait, twice" "$RC" fail "$SIGNAL_TIME"
+    ;;
+  broken-dns)
+    # Kubernetes' DNS conformance tests only, so that the run is short.
+    mkdir -p "$OUT/$f"
+    printf '%s\n' 'ginkgo.focus: \[sig-network\] DNS .*\[Conformance\]' 'ginkgo.skip: \[Serial\]' 'ginkgo.no-color: "true"' 'disable-log-dump: "true"' >"$OUT/$f/dns.yaml"
+    start "$f" GINKGO_LABEL_FILTER=K8s-Install KUBETEST_CONFIGURATION="$OUT/$f/dns.yaml"
+    pid=$PID
+    t=-
+    if wait_log "$f" "run Kubernetes conformance" 2400 "$pid"; then
+      # The runner writes the workload cluster's kubeconfig before it
+      # starts the suite's container.
+      for _ in $(seq 60); do
+        kc=$(compgen -G "$OUT/$f/artifacts/clusters/k8s-conformance-*/kubetest/config/kubeconfig" | head -1 || true)
+        [[ -n $kc ]] && break
+        sleep 1
+      done
+      t=$(date +%s)
+      kubectl --kubeconfig "$kc" -n kube-system scale deployment coredns --replicas=0 >>"$OUT/$f/run.log" 2>&1 ||
+        MISSED="CoreDNS could not be scaled to zero"
+    else
+      MISSED="the run ended before the conformance suite started"
+    fi
+    rc=0
+    wait "$pid" || rc=$?
+    ju="$OUT/$f/artifacts/junit.e2e_suite.1.xml"
+    grep -q 'failed tests (' "$ju" 2>/dev/null && grep -q 'DNS should' "$ju" || rc="$rc, message missing"
+    check "$f" "spec: conformance with CoreDNS gone" "$rc" fail "$t" "clusters/k8s-conformance-*/kubetest/e2e.log" "clusters/k8s-conformance-*/kubetest/junit_kubetest.*.xml" "junit.kubetest.*.xml"
     ;;
   killed-rerun)
     start "$f"

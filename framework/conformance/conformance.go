@@ -268,6 +268,8 @@ func (in RunInput) args() []string {
 		fmt.Sprintf("--nodes=%d", nodes),
 		// ginkgo's own default suite timeout is an hour.
 		"--timeout=" + in.Timeout.String(),
+		// The output goes to files and CI logs, not a terminal.
+		"--no-color",
 		e2eTestPath, "--",
 		"--kubeconfig=" + kubeconfigPath,
 		"--provider=skeleton",

@@ -107,7 +107,7 @@ func input(t *testing.T, e *engine) RunInput {
 func TestArgs(t *testing.T) {
 	in := input(t, &engine{})
 	got := in.args()
-	want := []string{"--nodes=4", "--timeout=1m0s", "/usr/local/bin/e2e.test", "--",
+	want := []string{"--nodes=4", "--timeout=1m0s", "--no-color", "/usr/local/bin/e2e.test", "--",
 		"--kubeconfig=/tmp/kubeconfig", "--provider=skeleton", "--report-dir=/output", "--e2e-output-dir=/output/e2e-output",
 		"--dump-logs-on-failure=false", "--report-prefix=kubetest.c1.", "--num-nodes=2",
 		"--disable-log-dump=true", `--ginkgo.focus=\[Conformance\]`, `--ginkgo.skip=\[Serial\]`}
