@@ -236,7 +236,8 @@ for f in $FAULTS; do
     # Kubernetes' DNS conformance tests only, so that the run is short.
     mkdir -p "$OUT/$f"
     printf '%s\n' 'ginkgo.focus: \[sig-network\] DNS .*\[Conformance\]' 'ginkgo.skip: \[Serial\]' 'ginkgo.no-color: "true"' 'disable-log-dump: "true"' >"$OUT/$f/dns.yaml"
-    start "$f" GINKGO_LABEL_FILTER=K8s-Install KUBETEST_CONFIGURATION="$OUT/$f/dns.yaml"
+    # Each DNS test waits up to 10 minutes for its lookups: all at once.
+    start "$f" GINKGO_LABEL_FILTER=K8s-Install KUBETEST_CONFIGURATION="$OUT/$f/dns.yaml" KUBETEST_GINKGO_NODES=12
     pid=$PID
     t=-
     if wait_log "$f" "run Kubernetes conformance" 2400 "$pid"; then

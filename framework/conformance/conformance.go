@@ -266,8 +266,11 @@ func (in RunInput) args() []string {
 	nodes := max(in.GinkgoNodes, 1)
 	args := []string{
 		fmt.Sprintf("--nodes=%d", nodes),
-		// ginkgo's own default suite timeout is an hour.
-		"--timeout=" + in.Timeout.String(),
+		// ginkgo's own default suite timeout is an hour. A little less
+		// than the run's: at its timeout ginkgo stops the tests, reports
+		// those that were running and e2e.test writes its JUnit, before
+		// the runner's deadline removes the container.
+		"--timeout=" + ginkgoTimeout(in.Timeout).String(),
 		// The output goes to files and CI logs, not a terminal.
 		"--no-color",
 		e2eTestPath, "--",
@@ -283,6 +286,12 @@ func (in RunInput) args() []string {
 		args = append(args, "--"+k+"="+in.Config[k])
 	}
 	return args
+}
+
+// ginkgoTimeout is ginkgo's suite timeout within a run of timeout: 95%
+// of it, at most two minutes less.
+func ginkgoTimeout(timeout time.Duration) time.Duration {
+	return timeout - min(timeout/20, 2*time.Minute)
 }
 
 // readJUnit reads e2e.test's JUnit into r's counts and failures and

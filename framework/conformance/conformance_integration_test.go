@@ -113,7 +113,7 @@ func TestIntegrationRun(t *testing.T) {
 		t.Errorf("Run = %v, want the failed test named", err)
 	}
 	log, _ := os.ReadFile(res.Log)
-	if !strings.Contains(string(log), "fake ginkgo --nodes=2 --timeout=1m0s --no-color /usr/local/bin/e2e.test -- --kubeconfig=/tmp/kubeconfig") ||
+	if !strings.Contains(string(log), "fake ginkgo --nodes=2 --timeout=57s --no-color /usr/local/bin/e2e.test -- --kubeconfig=/tmp/kubeconfig") ||
 		!strings.Contains(string(log), `--ginkgo.focus=\[Conformance\]`) || !strings.Contains(string(log), "Ran 2 of 2 Specs") {
 		t.Errorf("log = %q", log)
 	}

@@ -107,12 +107,20 @@ func input(t *testing.T, e *engine) RunInput {
 func TestArgs(t *testing.T) {
 	in := input(t, &engine{})
 	got := in.args()
-	want := []string{"--nodes=4", "--timeout=1m0s", "--no-color", "/usr/local/bin/e2e.test", "--",
+	want := []string{"--nodes=4", "--timeout=57s", "--no-color", "/usr/local/bin/e2e.test", "--",
 		"--kubeconfig=/tmp/kubeconfig", "--provider=skeleton", "--report-dir=/output", "--e2e-output-dir=/output/e2e-output",
 		"--dump-logs-on-failure=false", "--report-prefix=kubetest.c1.", "--num-nodes=2",
 		"--disable-log-dump=true", `--ginkgo.focus=\[Conformance\]`, `--ginkgo.skip=\[Serial\]`}
 	if !slices.Equal(got, want) {
 		t.Errorf("args =\n%q\nwant\n%q", got, want)
+	}
+}
+
+func TestGinkgoTimeout(t *testing.T) {
+	for in, want := range map[time.Duration]time.Duration{time.Minute: 57 * time.Second, 90 * time.Minute: 88 * time.Minute, 3 * time.Second: 2850 * time.Millisecond} {
+		if got := ginkgoTimeout(in); got != want {
+			t.Errorf("ginkgoTimeout(%s) = %s, want %s", in, got, want)
+		}
 	}
 }
 
