@@ -136,42 +136,50 @@ exec "$@"
 // they are. It is an error when the manifest has no DaemonSet with both
 // containers, or when either does not mount /etc/cni/net.d.
 func PublishRangedCNIConfig(manifest []byte) ([]byte, error) {
-	fail := func(err error) ([]byte, error) {
+	out, found, err := rewriteDocuments(manifest, "DaemonSet", publishInDaemonSet)
+	if err == nil && !found {
+		err = fmt.Errorf("no DaemonSet with a %q container and a %q init container", kubeRouterContainer, kubeRouterInitContainer)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("publish kube-router's CNI configuration: %w", err)
 	}
+	return out, nil
+}
+
+// rewriteDocuments passes each document of manifest (a multi-document
+// YAML stream) whose kind is kind to rewrite, which returns it changed
+// and whether it was the one it looks for, and keeps the others as they
+// are. found reports whether rewrite found one.
+func rewriteDocuments(manifest []byte, kind string, rewrite func(doc []byte) (out []byte, ok bool, err error)) (out []byte, found bool, err error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
 	var docs [][]byte
-	found := false
 	for n := 1; ; n++ {
 		doc, err := r.Read()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return fail(err)
+			return nil, false, err
 		}
 		if len(bytes.TrimSpace(doc)) == 0 {
 			continue
 		}
 		var meta struct{ Kind string }
 		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			return fail(fmt.Errorf("document %d: %w", n, err))
+			return nil, false, fmt.Errorf("document %d: %w", n, err)
 		}
-		if meta.Kind == "DaemonSet" {
-			out, ok, err := publishInDaemonSet(doc)
+		if meta.Kind == kind {
+			changed, ok, err := rewrite(doc)
 			if err != nil {
-				return fail(fmt.Errorf("document %d: %w", n, err))
+				return nil, false, fmt.Errorf("document %d: %w", n, err)
 			}
 			if ok {
-				doc, found = out, true
+				doc, found = changed, true
 			}
 		}
 		docs = append(docs, bytes.TrimRight(doc, "\n"))
 	}
-	if !found {
-		return fail(fmt.Errorf("no DaemonSet with a %q container and a %q init container", kubeRouterContainer, kubeRouterInitContainer))
-	}
-	return append(bytes.Join(docs, []byte("\n---\n")), '\n'), nil
+	return append(bytes.Join(docs, []byte("\n---\n")), '\n'), found, nil
 }
 
 // publishInDaemonSet rewrites one DaemonSet document; ok is false when it
@@ -262,59 +270,47 @@ var portMap = map[string]any{"type": "portmap", "snat": true, "capabilities": ma
 // has one. The other documents are kept as they are. It is an error when
 // no ConfigMap holds a configuration list.
 func AddPortMap(manifest []byte) ([]byte, error) {
-	fail := func(err error) ([]byte, error) {
+	out, found, err := rewriteDocuments(manifest, "ConfigMap", addPortMap)
+	if err == nil && !found {
+		err = fmt.Errorf("no ConfigMap holds %s", kubeRouterCNIKey)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("add the portmap CNI plugin: %w", err)
 	}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
-	var docs [][]byte
-	found := false
-	for n := 1; ; n++ {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return fail(err)
-		}
-		if len(bytes.TrimSpace(doc)) == 0 {
-			continue
-		}
-		var cm corev1.ConfigMap
-		if err := yaml.Unmarshal(doc, &cm); err != nil {
-			return fail(fmt.Errorf("document %d: %w", n, err))
-		}
-		if conf, ok := cm.Data[kubeRouterCNIKey]; ok && cm.Kind == "ConfigMap" {
-			var list map[string]any
-			if err := json.Unmarshal([]byte(conf), &list); err != nil {
-				return fail(fmt.Errorf("ConfigMap %s: %s: %w", cm.Name, kubeRouterCNIKey, err))
-			}
-			plugins, ok := list["plugins"].([]any)
-			if !ok {
-				return fail(fmt.Errorf("ConfigMap %s: %s is not a configuration list (no plugins)", cm.Name, kubeRouterCNIKey))
-			}
-			if !slices.ContainsFunc(plugins, func(p any) bool { m, _ := p.(map[string]any); return m["type"] == "portmap" }) {
-				list["plugins"] = append(plugins, portMap)
-				data, err := json.MarshalIndent(list, "", "  ")
-				if err != nil {
-					return fail(err)
-				}
-				var obj map[string]any
-				if err := yaml.Unmarshal(doc, &obj); err != nil {
-					return fail(fmt.Errorf("document %d: %w", n, err))
-				}
-				if err := unstructured.SetNestedField(obj, string(data)+"\n", "data", kubeRouterCNIKey); err != nil {
-					return fail(fmt.Errorf("document %d: %w", n, err))
-				}
-				if doc, err = yaml.Marshal(obj); err != nil {
-					return fail(fmt.Errorf("document %d: %w", n, err))
-				}
-			}
-			found = true
-		}
-		docs = append(docs, bytes.TrimRight(doc, "\n"))
+	return out, nil
+}
+
+// addPortMap adds portMap to the configuration list of one ConfigMap
+// document; ok is false when it holds no kubeRouterCNIKey.
+func addPortMap(doc []byte) (out []byte, ok bool, err error) {
+	var obj map[string]any
+	if err := yaml.Unmarshal(doc, &obj); err != nil {
+		return nil, false, err
 	}
-	if !found {
-		return fail(fmt.Errorf("no ConfigMap holds %s", kubeRouterCNIKey))
+	conf, found, err := unstructured.NestedString(obj, "data", kubeRouterCNIKey)
+	if err != nil || !found {
+		return nil, false, err
 	}
-	return append(bytes.Join(docs, []byte("\n---\n")), '\n'), nil
+	name, _, _ := unstructured.NestedString(obj, "metadata", "name")
+	var list map[string]any
+	if err := json.Unmarshal([]byte(conf), &list); err != nil {
+		return nil, false, fmt.Errorf("ConfigMap %s: %s: %w", name, kubeRouterCNIKey, err)
+	}
+	plugins, isList := list["plugins"].([]any)
+	if !isList {
+		return nil, false, fmt.Errorf("ConfigMap %s: %s is not a configuration list (no plugins)", name, kubeRouterCNIKey)
+	}
+	if slices.ContainsFunc(plugins, func(p any) bool { m, _ := p.(map[string]any); return m["type"] == "portmap" }) {
+		return doc, true, nil
+	}
+	list["plugins"] = append(plugins, portMap)
+	data, err := json.MarshalIndent(list, "", "  ")
+	if err != nil {
+		return nil, false, err
+	}
+	if err := unstructured.SetNestedField(obj, string(data)+"\n", "data", kubeRouterCNIKey); err != nil {
+		return nil, false, err
+	}
+	out, err = yaml.Marshal(obj)
+	return out, true, err
 }
