@@ -143,12 +143,5 @@ func (r *run) testImages(version string) string {
 	list := r.in.E2EConfig.GetVariableOrEmpty(name)
 	Expect(list).ToNot(BeEmpty(), "%s: variable %s is unset: the e2e test images of Kubernetes %s's conformance tests (give build.kubernetes %s a conformance section)",
 		r.spec, name, version, version)
-	var images []string
-	if pre := strings.Trim(strings.TrimSpace(r.in.E2EConfig.GetVariableOrEmpty(varDockerPreloadImages)), "[]"); strings.TrimSpace(pre) != "" {
-		images = append(images, strings.Split(pre, ",")...)
-	}
-	for _, img := range strings.Fields(list) {
-		images = append(images, strconv.Quote(img))
-	}
-	return "[" + strings.Join(images, ",") + "]"
+	return preloadWith(r.in.E2EConfig, strings.Fields(list)...)
 }

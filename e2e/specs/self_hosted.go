@@ -261,14 +261,24 @@ func (s *selfHostedRun) rolloutState(ctx context.Context, c client.Client) rollo
 // preloadImages is DOCKER_PRELOAD_IMAGES extended with every image of the
 // e2e config, as a YAML flow list.
 func preloadImages(c *clusterctl.E2EConfig) string {
-	var images []string
-	if list := strings.Trim(strings.TrimSpace(c.GetVariableOrEmpty(varDockerPreloadImages)), "[]"); strings.TrimSpace(list) != "" {
-		for _, i := range strings.Split(list, ",") {
-			images = append(images, strings.TrimSpace(i))
+	names := make([]string, 0, len(c.Images))
+	for _, i := range c.Images {
+		names = append(names, i.Name)
+	}
+	return preloadWith(c, names...)
+}
+
+// preloadWith is DOCKER_PRELOAD_IMAGES extended with images, as a YAML
+// flow list.
+func preloadWith(c *clusterctl.E2EConfig, images ...string) string {
+	var list []string
+	if pre := strings.Trim(strings.TrimSpace(c.GetVariableOrEmpty(varDockerPreloadImages)), "[]"); strings.TrimSpace(pre) != "" {
+		for _, i := range strings.Split(pre, ",") {
+			list = append(list, strings.TrimSpace(i))
 		}
 	}
-	for _, i := range c.Images {
-		images = append(images, fmt.Sprintf("%q", i.Name))
+	for _, i := range images {
+		list = append(list, fmt.Sprintf("%q", i))
 	}
-	return "[" + strings.Join(images, ",") + "]"
+	return "[" + strings.Join(list, ",") + "]"
 }
