@@ -1,29 +1,21 @@
 package goimages
 
 import (
-	"archive/tar"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"golang.org/x/mod/module"
 
 	"github.com/capd-e2e/capd-e2e/factory/gobuild"
 	"github.com/capd-e2e/capd-e2e/factory/oci"
 	"github.com/capd-e2e/capd-e2e/factory/plan"
 	"github.com/capd-e2e/capd-e2e/framework/config"
-	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/internal/cputime"
 )
 
@@ -143,7 +135,7 @@ func (b *Builders) buildTestImage(ctx context.Context, s plan.Step) error {
 		if err != nil {
 			return err
 		}
-		files, err := imageFiles(ctx, b.Images, from, "/etc/passwd", "/etc/group")
+		files, err := oci.ReadFiles(ctx, b.Images, from, "/etc/passwd", "/etc/group")
 		if err != nil {
 			return err
 		}
@@ -213,7 +205,7 @@ func (b *Builders) buildBusyBox(ctx context.Context, s plan.Step) error {
 	// /usr/bin on Debian's merged /usr (trixie's /bin is a link to it).
 	var data []byte
 	for _, p := range []string{"/usr/bin/busybox", "/bin/busybox"} {
-		files, err := imageFiles(ctx, b.Images, s.Inputs[plan.InputFrom], p)
+		files, err := oci.ReadFiles(ctx, b.Images, s.Inputs[plan.InputFrom], p)
 		if err == nil {
 			data = files[p]
 			break
@@ -268,68 +260,6 @@ func sourceFiles(dir string, names ...string) ([]oci.File, error) {
 			return nil, err
 		}
 		out = append(out, oci.File{Path: n, Data: data})
-	}
-	return out, nil
-}
-
-// imageFiles returns the content of the regular files at paths (e.g.
-// "/etc/passwd") in the image ref in the engine, as its layers leave them
-// (a later layer's file wins, a deleted one is gone). A path that names
-// no regular file is an error naming it.
-func imageFiles(ctx context.Context, images runtime.Images, ref string, paths ...string) (map[string][]byte, error) {
-	rc, err := images.SaveImages(ctx, ref)
-	if err != nil {
-		return nil, fmt.Errorf("read files of %q: %w", ref, err)
-	}
-	defer rc.Close()
-	f, err := os.CreateTemp("", "capd-e2e-image-*.tar")
-	if err != nil {
-		return nil, fmt.Errorf("read files of %q: %w", ref, err)
-	}
-	defer os.Remove(f.Name())
-	_, err = io.Copy(f, rc)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read files of %q: save: %w", ref, err)
-	}
-	tag, err := name.NewTag(ref, name.WeakValidation)
-	if err != nil {
-		return nil, fmt.Errorf("read files of %q: %w", ref, err)
-	}
-	img, err := tarball.ImageFromPath(f.Name(), &tag)
-	if err != nil {
-		return nil, fmt.Errorf("read files of %q: %w", ref, err)
-	}
-	want := map[string]string{} // clean relative path -> as asked
-	for _, p := range paths {
-		want[path.Clean(strings.TrimPrefix(p, "/"))] = p
-	}
-	fs := mutate.Extract(img)
-	defer fs.Close()
-	out := map[string][]byte{}
-	tr := tar.NewReader(fs)
-	for len(out) < len(want) {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read files of %q: %w", ref, err)
-		}
-		asked, ok := want[path.Clean(strings.TrimPrefix(h.Name, "/"))]
-		if !ok || h.Typeflag != tar.TypeReg {
-			continue
-		}
-		if out[asked], err = io.ReadAll(tr); err != nil {
-			return nil, fmt.Errorf("read %s of %q: %w", asked, ref, err)
-		}
-	}
-	for _, p := range want {
-		if _, ok := out[p]; !ok {
-			return nil, fmt.Errorf("read files of %q: no regular file %s in the image", ref, p)
-		}
 	}
 	return out, nil
 }

@@ -11,13 +11,16 @@
 package oci
 
 import (
+	"archive/tar"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
+	"path"
 	goruntime "runtime"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -181,4 +184,46 @@ func loadBase(ctx context.Context, rt runtime.Images, ref string) (v1.Image, fun
 		return nil, nil, fmt.Errorf("base image %q: read archive: %w", ref, err)
 	}
 	return img, cleanup, nil
+}
+
+// ReadFiles returns the content of the regular files at paths (e.g.
+// "/etc/passwd") in the image ref in the engine, as its layers leave them
+// (a later layer's file wins, a deleted one is gone). A path that names
+// no regular file is an error naming it.
+func ReadFiles(ctx context.Context, rt runtime.Images, ref string, paths ...string) (map[string][]byte, error) {
+	img, cleanup, err := loadBase(ctx, rt, ref)
+	if err != nil {
+		return nil, fmt.Errorf("read files of %q: %w", ref, err)
+	}
+	defer cleanup()
+	want := map[string]string{} // clean relative path -> as asked
+	for _, p := range paths {
+		want[path.Clean(strings.TrimPrefix(p, "/"))] = p
+	}
+	fs := mutate.Extract(img)
+	defer fs.Close()
+	out := map[string][]byte{}
+	tr := tar.NewReader(fs)
+	for len(out) < len(want) {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read files of %q: %w", ref, err)
+		}
+		asked, ok := want[path.Clean(strings.TrimPrefix(h.Name, "/"))]
+		if !ok || h.Typeflag != tar.TypeReg {
+			continue
+		}
+		if out[asked], err = io.ReadAll(tr); err != nil {
+			return nil, fmt.Errorf("read %s of %q: %w", asked, ref, err)
+		}
+	}
+	for _, p := range want {
+		if _, ok := out[p]; !ok {
+			return nil, fmt.Errorf("read files of %q: no regular file %s in the image", ref, p)
+		}
+	}
+	return out, nil
 }

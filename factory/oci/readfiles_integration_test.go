@@ -1,4 +1,4 @@
-package goimages
+package oci_test
 
 import (
 	"context"
@@ -6,14 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capd-e2e/capd-e2e/factory/oci"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/runtimetest"
 )
 
-// TestIntegrationImageFiles reads files of an image in the real engine:
+// TestIntegrationReadFiles reads files of an image in the real engine:
 // the test image's init script and busybox, found by their paths with or
 // without the leading slash; a symlink or a missing path is an error
 // naming it.
-func TestIntegrationImageFiles(t *testing.T) {
+func TestIntegrationReadFiles(t *testing.T) {
 	rt := runtimetest.Engine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -21,18 +22,18 @@ func TestIntegrationImageFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := imageFiles(ctx, rt, ref, "/init.sh", "bin/busybox")
+	files, err := oci.ReadFiles(ctx, rt, ref, "/init.sh", "bin/busybox")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(string(files["/init.sh"]), "#!") || !strings.HasPrefix(string(files["bin/busybox"]), "\x7fELF") {
 		t.Errorf("files = init.sh %q…, busybox %q…", firstBytes(files["/init.sh"]), firstBytes(files["bin/busybox"]))
 	}
-	if _, err := imageFiles(ctx, rt, ref, "/init.sh", "/bin/sh"); err == nil || !strings.Contains(err.Error(), "no regular file /bin/sh") {
-		t.Errorf("imageFiles of a symlink: %v, want an error naming it", err)
+	if _, err := oci.ReadFiles(ctx, rt, ref, "/init.sh", "/bin/sh"); err == nil || !strings.Contains(err.Error(), "no regular file /bin/sh") {
+		t.Errorf("ReadFiles of a symlink: %v, want an error naming it", err)
 	}
-	if _, err := imageFiles(ctx, rt, ref, "/nope"); err == nil || !strings.Contains(err.Error(), "no regular file /nope") {
-		t.Errorf("imageFiles of a missing file: %v, want an error naming it", err)
+	if _, err := oci.ReadFiles(ctx, rt, ref, "/nope"); err == nil || !strings.Contains(err.Error(), "no regular file /nope") {
+		t.Errorf("ReadFiles of a missing file: %v, want an error naming it", err)
 	}
 }
 
