@@ -41,7 +41,7 @@ type Container struct {
 	// Files is the container's file tree for CopyFrom: path -> content.
 	// Paths are absolute, e.g. "/var/log/pods/ns_pod/c/0.log".
 	Files map[string][]byte
-	// Stdout and Stderr are what Logs returns.
+	// Stdout and Stderr are what Logs and FollowLogs write.
 	Stdout, Stderr []byte
 }
 
@@ -64,6 +64,8 @@ type Runtime struct {
 	exec       ExecFunc
 	closed     bool
 	nextID     int
+	// changed is closed, and replaced, when a container stops or goes.
+	changed chan struct{}
 
 	// InfoResult is returned by Info.
 	InfoResult runtime.EngineInfo
@@ -80,6 +82,7 @@ func New() *Runtime {
 		pullErrs:   map[string]error{},
 		networks:   map[string]runtime.Network{},
 		volumes:    map[string]runtime.Volume{},
+		changed:    make(chan struct{}),
 		InfoResult: runtime.EngineInfo{Endpoint: "fake://", Name: "fake", Version: "0.0.0", APIVersion: "1.41"},
 	}
 }
@@ -112,6 +115,7 @@ func (f *Runtime) SetState(name string, s runtime.ContainerState) {
 	defer f.mu.Unlock()
 	if c, ok := f.containers[name]; ok {
 		c.State = s
+		f.notifyLocked()
 	}
 }
 
@@ -365,34 +369,74 @@ func (f *Runtime) CopyFrom(_ context.Context, nameOrID, p string) (io.ReadCloser
 	return io.NopCloser(&buf), nil
 }
 
-// Logs implements runtime.Containers.
-// FollowLogs implements runtime.Containers: the fake's containers print
-// nothing after they are created, so it is Logs.
-func (f *Runtime) FollowLogs(ctx context.Context, nameOrID string, stdout, stderr io.Writer) error {
-	return f.Logs(ctx, nameOrID, stdout, stderr)
-}
-
+// Logs implements runtime.Containers: it writes the container's Stdout
+// and Stderr.
 func (f *Runtime) Logs(_ context.Context, nameOrID string, stdout, stderr io.Writer) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record("Logs", nameOrID); err != nil {
 		return err
 	}
+	_, err := f.writeLogsLocked(nameOrID, stdout, stderr)
+	return err
+}
+
+// FollowLogs implements runtime.Containers: it writes the container's
+// Stdout and Stderr at once (the fake's containers print nothing later),
+// then, as an engine's stream does, stays open while the container runs:
+// until it stops (Kill, SetState) or is removed, or ctx ends.
+func (f *Runtime) FollowLogs(ctx context.Context, nameOrID string, stdout, stderr io.Writer) error {
+	f.mu.Lock()
+	err := f.record("FollowLogs", nameOrID)
+	var id string
+	if err == nil {
+		id, err = f.writeLogsLocked(nameOrID, stdout, stderr)
+	}
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	for {
+		f.mu.Lock()
+		c, err := f.find(id)
+		running := err == nil && c.State.Running
+		changed := f.changed
+		f.mu.Unlock()
+		if !running {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("follow logs of container %q: %w", nameOrID, ctx.Err())
+		case <-changed:
+		}
+	}
+}
+
+// writeLogsLocked writes a container's output and returns its ID.
+func (f *Runtime) writeLogsLocked(nameOrID string, stdout, stderr io.Writer) (string, error) {
 	c, err := f.find(nameOrID)
 	if err != nil {
-		return fmt.Errorf("logs of %w", err)
+		return "", fmt.Errorf("logs of %w", err)
 	}
 	if stdout != nil {
 		if _, err := stdout.Write(c.Stdout); err != nil {
-			return err
+			return "", err
 		}
 	}
 	if stderr != nil {
 		if _, err := stderr.Write(c.Stderr); err != nil {
-			return err
+			return "", err
 		}
 	}
-	return nil
+	return c.ID, nil
+}
+
+// notifyLocked wakes whoever waits for a container's state to change
+// (FollowLogs).
+func (f *Runtime) notifyLocked() {
+	close(f.changed)
+	f.changed = make(chan struct{})
 }
 
 func (f *Runtime) stopLocked(c *Container, code int) {
@@ -400,6 +444,7 @@ func (f *Runtime) stopLocked(c *Container, code int) {
 	c.State.Status = "exited"
 	c.State.ExitCode = code
 	c.State.FinishedAt = time.Now()
+	f.notifyLocked()
 }
 
 // Kill implements runtime.Containers: the container exits with 128+9.
@@ -432,6 +477,7 @@ func (f *Runtime) RemoveContainer(_ context.Context, nameOrID string) error {
 		return nil
 	}
 	delete(f.containers, c.Name)
+	f.notifyLocked()
 	return nil
 }
 
