@@ -13,24 +13,28 @@
 // Ginkgo writer, not to a file as it runs; it has no deadline of its own;
 // and its failure is an exit code, without the failed tests' names. Its
 // flags also come in map order, so two runs of one configuration differ.
+//
+// It must not pull the conformance image (a run never waits on a
+// registry: the image is built beforehand) and must not leave its
+// container behind, whatever the outcome.
 package conformance
 
 import (
 	"bufio"
 	"context"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/onsi/ginkgo/v2/reporters"
-	"sigs.k8s.io/yaml"
+	"github.com/google/go-containerregistry/pkg/name"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
@@ -55,6 +59,10 @@ const (
 	// LogFile is the run's output, in RunInput.ArtifactsDir.
 	LogFile = "e2e.log"
 )
+
+// removeTimeout bounds the removal of the container once the run ended,
+// on a context of its own: the run's may be the reason it ended.
+const removeTimeout = time.Minute
 
 // RunInput is one run of the conformance suite.
 type RunInput struct {
@@ -91,29 +99,58 @@ type RunInput struct {
 	// Required.
 	Timeout time.Duration
 	// Env is added to the container's environment (e.g.
-	// KUBE_TEST_REPO_LIST).
+	// KUBE_TEST_REPO_LIST, naming a file the image holds).
 	Env []string
 	// Output, if set, also receives the output as it runs (GinkgoWriter).
 	Output io.Writer
 }
 
-// Failure is one failed test.
-type Failure struct {
-	// Name is the test's full text, e.g. "[sig-network] DNS should
-	// provide DNS for services [Conformance]".
-	Name string
-	// Message is the start of its failure message (maxMessageLines
-	// non-empty lines).
-	Message string
+// containerNameRE is what a cluster name must be to name the container
+// and the report files: a Docker container name's characters, no path.
+var containerNameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+
+// validate checks the input before anything is created, naming each
+// field that is wrong.
+func (in RunInput) validate() error {
+	var errs field.ErrorList
+	required := func(f string, unset bool) {
+		if unset {
+			errs = append(errs, field.Required(field.NewPath(f), ""))
+		}
+	}
+	required("Runtime", in.Runtime == nil)
+	required("Image", in.Image == "")
+	if in.Image != "" {
+		if _, err := name.ParseReference(in.Image, name.WeakValidation); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("Image"), in.Image, err.Error()))
+		}
+	}
+	required("Kubeconfig", len(in.Kubeconfig) == 0)
+	required("ArtifactsDir", in.ArtifactsDir == "")
+	required("ClusterName", in.ClusterName == "")
+	if in.ClusterName != "" && !containerNameRE.MatchString(in.ClusterName) {
+		errs = append(errs, field.Invalid(field.NewPath("ClusterName"), in.ClusterName, "must match "+containerNameRE.String()))
+	}
+	if in.GinkgoNodes < 0 {
+		errs = append(errs, field.Invalid(field.NewPath("GinkgoNodes"), in.GinkgoNodes, "must not be negative"))
+	}
+	required("NumberOfNodes", in.NumberOfNodes <= 0)
+	required("Labels", len(in.Labels) == 0)
+	required("Timeout", in.Timeout <= 0)
+	if len(errs) > 0 {
+		return fmt.Errorf("conformance: RunInput: %w", errs.ToAggregate())
+	}
+	return nil
 }
 
 // Result is what a run left.
 type Result struct {
-	// Tests counts the JUnit's test cases; Passed, Failed (failures and
-	// errors) and Skipped (the tests the focus left out are among them)
-	// split it.
+	// Tests counts the specs in the JUnit (not the suite's setup and
+	// teardown nodes, which ginkgo reports beside them); Passed, Failed
+	// (failed, timed out, interrupted, panicked) and Skipped (the specs
+	// the focus left out are among them) split it.
 	Tests, Passed, Failed, Skipped int
-	// Failures are the failed tests, in the JUnit's order.
+	// Failures are the failed specs and setup nodes, in the JUnit's order.
 	Failures []Failure
 	// Duration is how long the container ran.
 	Duration time.Duration
@@ -121,43 +158,57 @@ type Result struct {
 	JUnit string
 	// Log is the output.
 	Log string
-	// ExitCode is ginkgo's.
+	// ExitCode is ginkgo's; -1 if it did not run to its end (it did not
+	// start, timed out or was cancelled).
 	ExitCode int
 }
-
-const maxMessageLines = 5
 
 // Run runs the suite and returns what it left, with an error when the run
 // could not start, did not end within the timeout, or any test failed
 // (the error names each failed test). The container is removed whatever
 // happens; the output and JUnit stay in in.ArtifactsDir.
-func Run(ctx context.Context, in RunInput) (Result, error) {
+func Run(ctx context.Context, in RunInput) (_ Result, err error) {
 	if err := in.validate(); err != nil {
 		return Result{}, err
 	}
 	if _, err := in.Runtime.InspectImage(ctx, in.Image); err != nil {
 		if errors.Is(err, runtime.ErrNotFound) {
-			return Result{}, fmt.Errorf("conformance: image %s is not in the engine: build it first (make images, with a conformance spec selected)", in.Image)
+			return Result{}, fmt.Errorf("conformance: image %s is not in the engine: build it first (make images, with a conformance spec selected); it is never pulled", in.Image)
 		}
-		return Result{}, fmt.Errorf("conformance: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Join(in.ArtifactsDir, "config"), 0o755); err != nil {
-		return Result{}, fmt.Errorf("conformance: %w", err)
-	}
-	kubeconfig := filepath.Join(in.ArtifactsDir, "config", "kubeconfig")
-	if err := os.WriteFile(kubeconfig, in.Kubeconfig, 0o600); err != nil {
 		return Result{}, fmt.Errorf("conformance: %w", err)
 	}
 	abs, err := filepath.Abs(in.ArtifactsDir)
 	if err != nil {
 		return Result{}, fmt.Errorf("conformance: %w", err)
 	}
-	res := Result{Log: filepath.Join(in.ArtifactsDir, LogFile)}
+	// Upstream's layout; e2e.test writes into e2e-output but does not
+	// create it.
+	for _, d := range []string{"config", "e2e-output"} {
+		if err := os.MkdirAll(filepath.Join(abs, d), 0o755); err != nil {
+			return Result{}, fmt.Errorf("conformance: %w", err)
+		}
+	}
+	kubeconfig := filepath.Join(abs, "config", "kubeconfig")
+	if err := os.WriteFile(kubeconfig, in.Kubeconfig, 0o600); err != nil {
+		return Result{}, fmt.Errorf("conformance: %w", err)
+	}
+	// A report left by an earlier run in the same folder must not pass
+	// for this one's.
+	if err := os.Remove(in.junitPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return Result{}, fmt.Errorf("conformance: %w", err)
+	}
+	res := Result{Log: filepath.Join(in.ArtifactsDir, LogFile), ExitCode: -1}
 	logf, err := os.Create(res.Log)
 	if err != nil {
 		return res, fmt.Errorf("conformance: %w", err)
 	}
 	defer logf.Close()
+	// Written as it comes (an os.File does not buffer), so that a killed
+	// harness leaves what the run printed.
+	var out io.Writer = logf
+	if in.Output != nil {
+		out = io.MultiWriter(logf, in.Output)
+	}
 
 	network := in.Network
 	if network == "" {
@@ -175,16 +226,19 @@ func Run(ctx context.Context, in RunInput) (Result, error) {
 		// The files it writes are the caller's.
 		User: fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()),
 		Binds: []string{
-			filepath.Join(abs, "config", "kubeconfig") + ":" + kubeconfigPath + ":ro",
+			kubeconfig + ":" + kubeconfigPath + ":ro",
 			abs + ":" + outputDir,
 		},
 	}
-	// The container goes whatever happens, with a context of its own: the
-	// caller's may have ended.
+	// The container goes whatever happens (RemoveContainer kills it if it
+	// runs), with a context of its own: the caller's may have ended.
 	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
 		defer cancel()
-		_ = in.Runtime.RemoveContainer(rctx, name)
+		if rerr := in.Runtime.RemoveContainer(rctx, name); rerr != nil {
+			fmt.Fprintf(out, "\ncapd-e2e: remove the conformance container: %v\n", rerr)
+			err = errors.Join(err, fmt.Errorf("conformance: remove container %q: %w", name, rerr))
+		}
 	}()
 	runCtx, cancel := context.WithTimeout(ctx, in.Timeout)
 	defer cancel()
@@ -192,40 +246,37 @@ func Run(ctx context.Context, in RunInput) (Result, error) {
 	if _, err := in.Runtime.RunContainer(runCtx, spec); err != nil {
 		return res, fmt.Errorf("conformance: start %s: %w", in.Image, err)
 	}
-	// Written as it comes (a file is not buffered), so that a killed run
-	// leaves what it printed.
-	var out io.Writer = logf
-	if in.Output != nil {
-		out = io.MultiWriter(logf, in.Output)
-	}
 	ferr := in.Runtime.FollowLogs(runCtx, name, out, out)
 	code, werr := in.Runtime.Wait(runCtx, name)
 	res.Duration = time.Since(start)
-	res.ExitCode = code
-	if runCtx.Err() != nil {
+	if werr != nil {
+		if runCtx.Err() == nil {
+			return res, fmt.Errorf("conformance: wait for container %q: %w (log: %s)", name, werr, res.Log)
+		}
 		why := "timed out after " + in.Timeout.String()
 		if ctx.Err() != nil {
 			why = "was cancelled (" + context.Cause(ctx).Error() + ")"
 		}
-		fmt.Fprintf(logf, "\ncapd-e2e: the conformance run %s; its container is removed\n", why)
-		res.JUnit, _ = res.readJUnit(in)
-		return res, fmt.Errorf("conformance: the run %s (log: %s)", why, res.Log)
+		fmt.Fprintf(out, "\ncapd-e2e: the conformance run %s; its container is removed\n", why)
+		where := "log: " + res.Log
+		// A report is there only if e2e.test got to write it.
+		if res.readJUnit(in.junitPath()) == nil {
+			where += ", junit: " + res.JUnit
+		}
+		return res, fmt.Errorf("conformance: the run %s (%s)", why, where)
 	}
-	if werr != nil {
-		return res, fmt.Errorf("conformance: wait for %s: %w (log: %s)", name, werr, res.Log)
-	}
+	res.ExitCode = code
 	if ferr != nil {
-		fmt.Fprintf(logf, "\ncapd-e2e: following the output broke: %v\n", ferr)
+		fmt.Fprintf(out, "\ncapd-e2e: following the output broke: %v\n", ferr)
 	}
-	junit, jerr := res.readJUnit(in)
-	res.JUnit = junit
+	jerr := res.readJUnit(in.junitPath())
 	switch {
 	case jerr != nil && code != 0:
-		return res, fmt.Errorf("conformance: ginkgo exited with %d and e2e.test wrote no JUnit (%v); the log's last lines:\n%s\nlog: %s",
+		return res, fmt.Errorf("conformance: ginkgo exited with %d and left no JUnit report to read (%v); the log's last lines:\n%s\nlog: %s",
 			code, jerr, tail(res.Log, 20), res.Log)
 	case jerr != nil:
 		return res, fmt.Errorf("conformance: %w (log: %s)", jerr, res.Log)
-	case res.Failed > 0:
+	case len(res.Failures) > 0:
 		return res, res.failureError()
 	case code != 0:
 		return res, fmt.Errorf("conformance: ginkgo exited with %d though no test failed; the log's last lines:\n%s\nlog: %s, junit: %s",
@@ -236,29 +287,16 @@ func Run(ctx context.Context, in RunInput) (Result, error) {
 	return res, nil
 }
 
-func (in RunInput) validate() error {
-	var missing []string
-	for field, unset := range map[string]bool{
-		"Runtime": in.Runtime == nil, "Image": in.Image == "", "Kubeconfig": len(in.Kubeconfig) == 0,
-		"ArtifactsDir": in.ArtifactsDir == "", "ClusterName": in.ClusterName == "",
-		"NumberOfNodes": in.NumberOfNodes <= 0, "Labels": len(in.Labels) == 0, "Timeout": in.Timeout <= 0,
-	} {
-		if unset {
-			missing = append(missing, field)
-		}
-	}
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		return fmt.Errorf("conformance: RunInput needs %s", strings.Join(missing, ", "))
-	}
-	if in.GinkgoNodes < 0 {
-		return fmt.Errorf("conformance: RunInput.GinkgoNodes is %d", in.GinkgoNodes)
-	}
-	return nil
-}
-
 // reportPrefix is e2e.test's --report-prefix, upstream's.
 func (in RunInput) reportPrefix() string { return "kubetest." + in.ClusterName + "." }
+
+// junitPath is where e2e.test writes its JUnit: "junit_" + the report
+// prefix + "01.xml" in the report dir (k8s.io/kubernetes
+// test/e2e/framework/test_context.go), one file however many ginkgo
+// nodes ran, as ginkgo v2 merges their reports.
+func (in RunInput) junitPath() string {
+	return filepath.Join(in.ArtifactsDir, "junit_"+in.reportPrefix()+"01.xml")
+}
 
 // args are ginkgo's arguments: its own, e2e.test, then e2e.test's after
 // "--": the runner's, then in.Config's in key order.
@@ -294,66 +332,6 @@ func ginkgoTimeout(timeout time.Duration) time.Duration {
 	return timeout - min(timeout/20, 2*time.Minute)
 }
 
-// readJUnit reads e2e.test's JUnit into r's counts and failures and
-// returns its path.
-func (r *Result) readJUnit(in RunInput) (string, error) {
-	path := filepath.Join(in.ArtifactsDir, "junit_"+in.reportPrefix()+"01.xml")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("read e2e.test's JUnit: %w", err)
-	}
-	var suites reporters.JUnitTestSuites
-	if err := xml.Unmarshal(data, &suites); err != nil {
-		return path, fmt.Errorf("read e2e.test's JUnit %s: %w", path, err)
-	}
-	for _, s := range suites.TestSuites {
-		for _, tc := range s.TestCases {
-			r.Tests++
-			switch {
-			case tc.Failure != nil:
-				r.Failed++
-				r.Failures = append(r.Failures, Failure{Name: tc.Name, Message: firstLines(tc.Failure.Message + "\n" + tc.Failure.Description)})
-			case tc.Error != nil:
-				r.Failed++
-				r.Failures = append(r.Failures, Failure{Name: tc.Name, Message: firstLines(tc.Error.Message + "\n" + tc.Error.Description)})
-			case tc.Skipped != nil:
-				r.Skipped++
-			default:
-				r.Passed++
-			}
-		}
-	}
-	return path, nil
-}
-
-// failureError names each failed test with the start of its message.
-func (r Result) failureError() error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "conformance: %d of %d tests failed (%d skipped):\n", r.Failed, r.Passed+r.Failed, r.Skipped)
-	for _, f := range r.Failures {
-		fmt.Fprintf(&b, "- %s\n", f.Name)
-		for _, l := range strings.Split(f.Message, "\n") {
-			fmt.Fprintf(&b, "    %s\n", l)
-		}
-	}
-	fmt.Fprintf(&b, "log: %s, junit: %s", r.Log, r.JUnit)
-	return errors.New(b.String())
-}
-
-// firstLines returns the first maxMessageLines non-empty lines of s.
-func firstLines(s string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			out = append(out, l)
-			if len(out) == maxMessageLines {
-				break
-			}
-		}
-	}
-	return strings.Join(out, "\n")
-}
-
 // tail returns the last n lines of the file at path.
 func tail(path string, n int) string {
 	f, err := os.Open(path)
@@ -371,56 +349,4 @@ func tail(path string, n int) string {
 		}
 	}
 	return strings.Join(lines, "\n")
-}
-
-// ReadConfig reads a configuration file in upstream's
-// KUBETEST_CONFIGURATION format: a flat YAML map of e2e.test flags to
-// their values. A nested value is an error naming its key.
-func ReadConfig(path string) (map[string]string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("conformance configuration: %w", err)
-	}
-	var raw map[string]any
-	if err := yaml.Unmarshal(data, &raw); err != nil {
-		return nil, fmt.Errorf("conformance configuration %s: %w", path, err)
-	}
-	out := make(map[string]string, len(raw))
-	for k, v := range raw {
-		switch v := v.(type) {
-		case map[string]any, []any:
-			return nil, fmt.Errorf("conformance configuration %s: %s: a flag's value must be a string, not a %T", path, k, v)
-		case nil:
-			out[k] = ""
-		default:
-			out[k] = fmt.Sprint(v)
-		}
-	}
-	return out, nil
-}
-
-// GatherJUnit copies the JUnit files at the top of reportDir to
-// artifactsRoot, each "_" in their names turned into ".", as upstream's
-// GatherJUnitReports leaves them (junit.kubetest.<cluster>.01.xml), where
-// Prow shows each test case. Copied, not moved: the run's folder keeps
-// its own.
-func GatherJUnit(artifactsRoot, reportDir string) error {
-	entries, err := os.ReadDir(reportDir)
-	if err != nil {
-		return fmt.Errorf("gather JUnit: %w", err)
-	}
-	for _, e := range entries {
-		name := e.Name()
-		if !e.Type().IsRegular() || !strings.HasPrefix(name, "junit") || filepath.Ext(name) != ".xml" {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(reportDir, name))
-		if err != nil {
-			return fmt.Errorf("gather JUnit: %w", err)
-		}
-		if err := os.WriteFile(filepath.Join(artifactsRoot, strings.ReplaceAll(name, "_", ".")), data, 0o644); err != nil {
-			return fmt.Errorf("gather JUnit: %w", err)
-		}
-	}
-	return nil
 }

@@ -4,9 +4,11 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,23 +18,28 @@ import (
 )
 
 // fakeGinkgo stands in for the conformance image's ginkgo: it prints its
-// arguments, then with MODE=hang prints and waits; otherwise it writes a
-// JUnit report with a passed and a failed test where e2e.test writes it
-// and exits 1, as ginkgo does when a test failed.
+// arguments, its user and the kubeconfig's first line, then with
+// MODE=hang prints and waits; otherwise it writes a JUnit report (as
+// e2e.test's, with the suite's setup nodes) with a passed and a failed
+// test where e2e.test writes it and exits 1, as ginkgo does when a test
+// failed.
 const fakeGinkgo = `#!/bin/sh
 echo "fake ginkgo $*"
+echo "uid=$(id -u) gid=$(id -g) kubeconfig=$(head -n 1 /tmp/kubeconfig)"
 for a in "$@"; do case "$a" in --report-prefix=*) p="${a#--report-prefix=}";; esac; done
 if [ "$MODE" = hang ]; then echo hanging; exec sleep 600; fi
 cat > "/output/junit_${p}01.xml" <<EOF
 <?xml version="1.0" encoding="UTF-8"?>
-<testsuites tests="2" failures="1">
-  <testsuite name="Kubernetes e2e suite" tests="2" failures="1">
-    <testcase name="[sig-node] Pods should get a host IP [Conformance]" status="passed"></testcase>
-    <testcase name="[sig-network] Services should serve a basic endpoint from pods [Conformance]" status="failed">
-      <failure message="[FAILED] service not reachable" type="failed">[FAILED] service not reachable&#xA;In [It] at: service.go:100</failure>
-    </testcase>
-  </testsuite>
-</testsuites>
+  <testsuites tests="4" disabled="0" errors="0" failures="1" time="12.5">
+      <testsuite name="Kubernetes e2e suite" package="/usr/local/bin" tests="4" disabled="0" skipped="0" errors="0" failures="1" time="12.5">
+          <testcase name="[SynchronizedBeforeSuite]" classname="Kubernetes e2e suite" status="passed" time="0.5"></testcase>
+          <testcase name="[It] [sig-network] Services should serve a basic endpoint from pods  [Conformance]" classname="Kubernetes e2e suite" status="failed" time="7.4">
+              <failure message="" type="failed">[FAILED] service not reachable&#xA;In [It] at: k8s.io/kubernetes/test/e2e/network/service.go:100 @ 12/05/26 14:16:46.652&#xA;</failure>
+          </testcase>
+          <testcase name="[It] [sig-node] Pods should get a host IP [NodeConformance] [Conformance]" classname="Kubernetes e2e suite" status="passed" time="4.6"></testcase>
+          <testcase name="[SynchronizedAfterSuite]" classname="Kubernetes e2e suite" status="passed" time="0"></testcase>
+      </testsuite>
+  </testsuites>
 EOF
 echo "Ran 2 of 2 Specs"
 exit 1
@@ -86,11 +93,13 @@ func TestIntegrationRun(t *testing.T) {
 	defer cancel()
 	runID := runtime.NewRunID()
 	image := conformanceImage(t, ctx, rt, runID)
+	// Whatever a failed assertion leaves (containers, the network) goes
+	// at the end; the checks below look for leftovers before it runs.
+	runtimetest.RemoveRunOnCleanup(t, rt, runID)
 	network := "capd-e2e-it-conformance-" + runID
 	if _, err := rt.CreateNetwork(ctx, network, runtime.RunLabels(runID, "integration-test", nil)); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = rt.RemoveNetwork(context.Background(), network) })
 	cluster := "it-" + runID
 	labels := runtime.RunLabels(runID, "integration-test", map[string]string{leak.LabelTrackedCluster: cluster})
 	left := func() []runtime.Container {
@@ -103,38 +112,48 @@ func TestIntegrationRun(t *testing.T) {
 	in := RunInput{
 		Runtime: rt, Image: image, Kubeconfig: []byte("apiVersion: v1\nkind: Config\n"), Network: network,
 		ArtifactsDir: filepath.Join(t.TempDir(), "kubetest", cluster), ClusterName: cluster,
-		Config:      map[string]string{"ginkgo.focus": `\[Conformance\]`},
+		Config:      map[string]string{"ginkgo.skip": `\[Serial\]`, "ginkgo.focus": `\[Conformance\]`},
 		GinkgoNodes: 2, NumberOfNodes: 2, Labels: labels, Timeout: time.Minute,
 	}
 
 	res, err := Run(ctx, in)
-	if err == nil || !strings.Contains(err.Error(), "conformance: 1 of 2 tests failed") ||
-		!strings.Contains(err.Error(), "- [sig-network] Services should serve a basic endpoint from pods [Conformance]\n    [FAILED] service not reachable") {
+	if err == nil || !strings.HasPrefix(err.Error(), "conformance: 1 of 2 tests failed (0 skipped):\n"+
+		"- [It] [sig-network] Services should serve a basic endpoint from pods  [Conformance]\n    [FAILED] service not reachable\n") {
 		t.Errorf("Run = %v, want the failed test named", err)
 	}
 	log, _ := os.ReadFile(res.Log)
-	if !strings.Contains(string(log), "fake ginkgo --nodes=2 --timeout=57s --no-color /usr/local/bin/e2e.test -- --kubeconfig=/tmp/kubeconfig") ||
-		!strings.Contains(string(log), `--ginkgo.focus=\[Conformance\]`) || !strings.Contains(string(log), "Ran 2 of 2 Specs") {
-		t.Errorf("log = %q", log)
+	for _, want := range []string{
+		"fake ginkgo --nodes=2 --timeout=57s --no-color /usr/local/bin/e2e.test -- --kubeconfig=/tmp/kubeconfig",
+		`--num-nodes=2 --ginkgo.focus=\[Conformance\] --ginkgo.skip=\[Serial\]` + "\n",
+		fmt.Sprintf("uid=%d gid=%d kubeconfig=apiVersion: v1\n", os.Getuid(), os.Getgid()),
+		"Ran 2 of 2 Specs\n",
+	} {
+		if !strings.Contains(string(log), want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
 	}
-	if res.JUnit == "" || res.Passed != 1 || res.Failed != 1 || res.ExitCode != 1 {
+	if res.Tests != 2 || res.Passed != 1 || res.Failed != 1 || res.ExitCode != 1 {
 		t.Errorf("result = %+v", res)
+	}
+	// The JUnit is kept, and is the caller's.
+	if fi, err := os.Stat(res.JUnit); err != nil || fi.Sys().(*syscall.Stat_t).Uid != uint32(os.Getuid()) {
+		t.Errorf("JUnit %q: %v, want a file of uid %d", res.JUnit, err, os.Getuid())
 	}
 	if cs := left(); len(cs) != 0 {
 		t.Errorf("containers left after the run: %+v", cs)
 	}
 
-	in.Env, in.Timeout = []string{"MODE=hang"}, 3*time.Second
+	in.Env, in.Timeout = []string{"MODE=hang"}, 5*time.Second
 	start := time.Now()
-	_, err = Run(ctx, in)
-	if err == nil || !strings.Contains(err.Error(), "timed out after 3s") {
+	res, err = Run(ctx, in)
+	if err == nil || err.Error() != "conformance: the run timed out after 5s (log: "+res.Log+")" {
 		t.Errorf("Run past its timeout = %v", err)
 	}
 	if took := time.Since(start); took > 30*time.Second {
 		t.Errorf("the timed-out run took %s", took)
 	}
 	log, _ = os.ReadFile(res.Log)
-	if !strings.Contains(string(log), "hanging") || !strings.Contains(string(log), "capd-e2e: the conformance run timed out after 3s") {
+	if !strings.Contains(string(log), "hanging\n") || !strings.Contains(string(log), "capd-e2e: the conformance run timed out after 5s") {
 		t.Errorf("log of the timed-out run = %q", log)
 	}
 	if cs := left(); len(cs) != 0 {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,16 +21,20 @@ import (
 // set) into the bind-mounted report folder, prints output, and exits
 // with code; with hang, it runs until the context ends.
 type engine struct {
-	image  bool
-	junit  string
-	output string
-	code   int
-	hang   bool
+	image     bool
+	junit     string
+	output    string
+	code      int
+	hang      bool
+	removeErr error
 
 	mu      sync.Mutex
 	spec    runtime.ContainerSpec
+	started bool
 	removed []string
 }
+
+var _ Engine = (*engine)(nil)
 
 func (e *engine) InspectImage(_ context.Context, ref string) (runtime.Image, error) {
 	if !e.image {
@@ -40,7 +46,7 @@ func (e *engine) InspectImage(_ context.Context, ref string) (runtime.Image, err
 func (e *engine) RunContainer(_ context.Context, spec runtime.ContainerSpec) (string, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.spec = spec
+	e.spec, e.started = spec, true
 	if e.junit != "" {
 		host, _, _ := strings.Cut(spec.Binds[1], ":")
 		prefix := ""
@@ -75,25 +81,43 @@ func (e *engine) Wait(ctx context.Context, _ string) (int, error) {
 	return e.code, nil
 }
 
-func (e *engine) RemoveContainer(_ context.Context, name string) error {
+func (e *engine) RemoveContainer(ctx context.Context, name string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	e.removed = append(e.removed, name)
-	return nil
+	return e.removeErr
 }
 
-// junitOneFailed is e2e.test's JUnit (ginkgo's reporter) of a run with a
-// passed, a failed and a skipped test.
-const junitOneFailed = `<?xml version="1.0" encoding="UTF-8"?>
-<testsuites tests="3" disabled="0" errors="0" failures="1" time="12.5">
-  <testsuite name="Kubernetes e2e suite" package="/usr/local/bin" tests="3" disabled="0" skipped="1" errors="0" failures="1" time="12.5">
-    <testcase name="[sig-node] Pods should get a host IP [NodeConformance] [Conformance]" classname="Kubernetes e2e suite" status="passed" time="5.1"></testcase>
-    <testcase name="[sig-network] DNS should provide DNS for services [Conformance]" classname="Kubernetes e2e suite" status="failed" time="7.4">
-      <failure message="[FAILED] Unable to read agnhost from pod dns-test" type="failed">[FAILED] Unable to read agnhost from pod dns-test&#xA;In [It] at: dns_common.go:480&#xA;&#xA;line three&#xA;line four&#xA;line five&#xA;line six</failure>
-    </testcase>
-    <testcase name="[sig-storage] Volumes should be mountable [Serial]" classname="Kubernetes e2e suite" status="skipped" time="0"><skipped message="skipped"></skipped></testcase>
-  </testsuite>
-</testsuites>`
+// fixture is e2e.test's JUnit of a run (ginkgo v2.32.0's JUnit reporter
+// with Kubernetes' configuration, test/e2e/framework/internal/junit): the
+// suite's setup and teardown nodes, then a timed-out, a failed, a passed
+// and a skipped spec.
+func fixture(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "junit_kubetest.c1.01.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+const (
+	dnsTest        = "[It] [sig-network] DNS should provide DNS for services  [Conformance]"
+	deploymentTest = "[It] [sig-apps] Deployment should run the lifecycle of a Deployment [Conformance]"
+)
+
+// junitPassed is a run where every spec passed.
+const junitPassed = `<?xml version="1.0" encoding="UTF-8"?>
+  <testsuites tests="3" disabled="0" errors="0" failures="0" time="5.2">
+      <testsuite name="Kubernetes e2e suite" package="/usr/local/bin" tests="3" disabled="0" skipped="0" errors="0" failures="0" time="5.2">
+          <testcase name="[SynchronizedBeforeSuite]" classname="Kubernetes e2e suite" status="passed" time="0.1"></testcase>
+          <testcase name="[It] [sig-node] Pods should get a host IP [NodeConformance] [Conformance]" classname="Kubernetes e2e suite" status="passed" time="5.1"></testcase>
+          <testcase name="[SynchronizedAfterSuite]" classname="Kubernetes e2e suite" status="passed" time="0"></testcase>
+      </testsuite>
+  </testsuites>`
 
 func input(t *testing.T, e *engine) RunInput {
 	return RunInput{
@@ -114,6 +138,10 @@ func TestArgs(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("args =\n%q\nwant\n%q", got, want)
 	}
+	in.GinkgoNodes, in.Config = 0, nil
+	if got := in.args(); got[0] != "--nodes=1" || got[len(got)-1] != "--num-nodes=2" {
+		t.Errorf("args without nodes and config = %q", got)
+	}
 }
 
 func TestGinkgoTimeout(t *testing.T) {
@@ -124,28 +152,73 @@ func TestGinkgoTimeout(t *testing.T) {
 	}
 }
 
+func TestReadJUnit(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "junit.xml")
+	if err := os.WriteFile(path, []byte(fixture(t)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var r Result
+	if err := r.readJUnit(path); err != nil {
+		t.Fatal(err)
+	}
+	// The four setup and teardown nodes are not tests.
+	if r.Tests != 4 || r.Passed != 1 || r.Failed != 2 || r.Skipped != 1 || r.JUnit != path {
+		t.Errorf("counts = %+v, want 4 tests: 1 passed, 2 failed, 1 skipped", r)
+	}
+	want := []Failure{
+		{Name: deploymentTest, Message: "[TIMEDOUT] A spec timeout occurred\n" +
+			"In [It] at: k8s.io/kubernetes/test/e2e/apps/deployment.go:184 @ 12/05/26 14:16:46.651\n" +
+			"This is the Progress Report generated when the spec timeout occurred:\n" +
+			"[sig-apps] Deployment should run the lifecycle of a Deployment [Conformance] (Spec Runtime: 101ms)\n" +
+			"k8s.io/kubernetes/test/e2e/apps/deployment.go:184"},
+		{Name: dnsTest, Message: "[FAILED] Unable to read agnhost from pod dns-8641/dns-test\n" +
+			"Expected\n<string>: no answer\nto equal\n<string>: 10.96.0.10"},
+	}
+	if !slices.Equal(r.Failures, want) {
+		t.Errorf("failures =\n%q\nwant\n%q", r.Failures, want)
+	}
+
+	if err := os.WriteFile(path, []byte("<testsuites><testsuite"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&Result{}).readJUnit(path); err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("readJUnit of a broken file = %v, want an error naming it", err)
+	}
+}
+
+func TestSuiteNode(t *testing.T) {
+	for name, want := range map[string]bool{
+		"[SynchronizedBeforeSuite]":                      true,
+		"[ReportAfterSuite] Kubernetes e2e suite report": true,
+		"[DeferCleanup (Suite)]":                         true,
+		"[It] [sig-node] Pods should get a host IP":      false,
+		// The reporter's OmitLeafNodeType leaves the spec's own tags first.
+		"[sig-node] Pods should get a host IP": false,
+		"Pods":                                 false,
+	} {
+		if got := suiteNode(name); got != want {
+			t.Errorf("suiteNode(%q) = %t, want %t", name, got, want)
+		}
+	}
+}
+
 func TestRunNamesTheFailedTests(t *testing.T) {
-	e := &engine{image: true, junit: junitOneFailed, output: "Running Suite: Kubernetes e2e suite\n", code: 1}
+	e := &engine{image: true, junit: fixture(t), output: "Running Suite: Kubernetes e2e suite\n", code: 1}
 	in := input(t, e)
 	res, err := Run(context.Background(), in)
 	if err == nil {
 		t.Fatal("Run succeeded with a failed test")
 	}
 	for _, want := range []string{
-		"conformance: 1 of 2 tests failed (1 skipped):\n",
-		"- [sig-network] DNS should provide DNS for services [Conformance]\n    [FAILED] Unable to read agnhost from pod dns-test\n",
-		"line four\n",
-		"log: " + filepath.Join(in.ArtifactsDir, "e2e.log"),
-		"junit: " + filepath.Join(in.ArtifactsDir, "junit_kubetest.c1.01.xml"),
+		"conformance: 2 of 3 tests failed (1 skipped):\n- " + deploymentTest + "\n    [TIMEDOUT] A spec timeout occurred\n",
+		"- " + dnsTest + "\n    [FAILED] Unable to read agnhost from pod dns-8641/dns-test\n    Expected\n    <string>: no answer\n    to equal\n    <string>: 10.96.0.10\nlog: ",
+		"log: " + filepath.Join(in.ArtifactsDir, "e2e.log") + ", junit: " + filepath.Join(in.ArtifactsDir, "junit_kubetest.c1.01.xml"),
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
 	}
-	if strings.Contains(err.Error(), "line six") {
-		t.Errorf("error has more than %d lines of the message:\n%v", maxMessageLines, err)
-	}
-	if res.Tests != 3 || res.Passed != 1 || res.Failed != 1 || res.Skipped != 1 || len(res.Failures) != 1 || res.ExitCode != 1 {
+	if res.Tests != 4 || res.Passed != 1 || res.Failed != 2 || res.Skipped != 1 || len(res.Failures) != 2 || res.ExitCode != 1 {
 		t.Errorf("result = %+v", res)
 	}
 	if log, _ := os.ReadFile(res.Log); string(log) != e.output {
@@ -154,22 +227,50 @@ func TestRunNamesTheFailedTests(t *testing.T) {
 	if kc, _ := os.ReadFile(filepath.Join(in.ArtifactsDir, "config", "kubeconfig")); string(kc) != string(in.Kubeconfig) {
 		t.Errorf("kubeconfig not written: %q", kc)
 	}
+	if fi, err := os.Stat(filepath.Join(in.ArtifactsDir, "e2e-output")); err != nil || !fi.IsDir() {
+		t.Errorf("e2e-output not created: %v", err)
+	}
 	if len(e.removed) != 1 || e.removed[0] != e.spec.Name || !strings.HasPrefix(e.spec.Name, "capd-e2e-conformance-c1-") {
 		t.Errorf("container %q, removed %v", e.spec.Name, e.removed)
 	}
-	if e.spec.Network != "kind" || e.spec.Labels["e2e.capd.x-k8s.io/cluster"] != "c1" || e.spec.Entrypoint[0] != "/usr/local/bin/ginkgo" ||
-		!strings.HasSuffix(e.spec.Binds[0], "/config/kubeconfig:/tmp/kubeconfig:ro") || !strings.HasSuffix(e.spec.Binds[1], ":/output") {
+	abs, _ := filepath.Abs(in.ArtifactsDir)
+	wantBinds := []string{abs + "/config/kubeconfig:/tmp/kubeconfig:ro", abs + ":/output"}
+	if e.spec.Network != "kind" || e.spec.Labels["e2e.capd.x-k8s.io/cluster"] != "c1" || !slices.Equal(e.spec.Entrypoint, []string{"/usr/local/bin/ginkgo"}) ||
+		!slices.Equal(e.spec.Binds, wantBinds) || e.spec.Privileged || !slices.Equal(e.spec.Cmd, in.args()) {
 		t.Errorf("container spec = %+v", e.spec)
+	}
+	if want := strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid()); e.spec.User != want {
+		t.Errorf("container user %q, want the caller's %q", e.spec.User, want)
+	}
+}
+
+func TestRunSetupFailed(t *testing.T) {
+	// The suite's setup failed, so every spec was skipped.
+	junit := strings.Replace(junitPassed,
+		`<testcase name="[SynchronizedBeforeSuite]" classname="Kubernetes e2e suite" status="passed" time="0.1"></testcase>`,
+		`<testcase name="[SynchronizedBeforeSuite]" classname="Kubernetes e2e suite" status="failed" time="0.1"><failure message="" type="failed">[FAILED] error waiting for all pods to be running and ready&#xA;In [SynchronizedBeforeSuite] at: k8s.io/kubernetes/test/e2e/e2e.go:249</failure></testcase>`, 1)
+	junit = strings.Replace(junit, `status="passed" time="5.1"></testcase>`, `status="skipped" time="0"><skipped message="skipped"></skipped></testcase>`, 1)
+	res, err := Run(context.Background(), input(t, &engine{image: true, junit: junit, code: 1}))
+	if err == nil || !strings.HasPrefix(err.Error(), "conformance: 0 of 0 tests failed, and 1 of the suite's setup and teardown nodes (1 skipped):\n- [SynchronizedBeforeSuite]\n    [FAILED] error waiting") {
+		t.Errorf("Run = %v, want the setup node named", err)
+	}
+	if res.Tests != 1 || res.Skipped != 1 || len(res.Failures) != 1 {
+		t.Errorf("result = %+v", res)
 	}
 }
 
 func TestRunPasses(t *testing.T) {
-	passed := strings.Replace(junitOneFailed, `status="failed"`, `status="passed"`, 1)
-	i, j := strings.Index(passed, "<failure"), strings.Index(passed, "</failure>")
-	passed = passed[:i] + passed[j+len("</failure>"):]
-	res, err := Run(context.Background(), input(t, &engine{image: true, junit: passed}))
-	if err != nil || res.Passed != 2 || res.Failed != 0 {
+	res, err := Run(context.Background(), input(t, &engine{image: true, junit: junitPassed}))
+	if err != nil || res.Tests != 1 || res.Passed != 1 || res.Failed != 0 || res.ExitCode != 0 || res.JUnit == "" {
 		t.Errorf("Run = %+v, %v", res, err)
+	}
+}
+
+func TestRunSelectsNoTest(t *testing.T) {
+	junit := strings.Replace(junitPassed, `status="passed" time="5.1"></testcase>`, `status="skipped" time="0"><skipped message="skipped"></skipped></testcase>`, 1)
+	_, err := Run(context.Background(), input(t, &engine{image: true, junit: junit}))
+	if err == nil || !strings.Contains(err.Error(), "no test ran") {
+		t.Errorf("Run with only skipped tests = %v", err)
 	}
 }
 
@@ -177,12 +278,15 @@ func TestRunTimesOutAndRemovesItsContainer(t *testing.T) {
 	e := &engine{image: true, output: "started\n", hang: true}
 	in := input(t, e)
 	in.Timeout = 200 * time.Millisecond
-	_, err := Run(context.Background(), in)
-	if err == nil || !strings.Contains(err.Error(), "timed out after 200ms") {
-		t.Fatalf("Run = %v, want a timeout", err)
+	res, err := Run(context.Background(), in)
+	if err == nil || err.Error() != "conformance: the run timed out after 200ms (log: "+res.Log+")" {
+		t.Fatalf("Run = %v, want a timeout naming the log", err)
 	}
 	if len(e.removed) != 1 {
 		t.Errorf("removed %v, want the container", e.removed)
+	}
+	if res.ExitCode != -1 {
+		t.Errorf("exit code %d, want -1", res.ExitCode)
 	}
 	log, _ := os.ReadFile(filepath.Join(in.ArtifactsDir, "e2e.log"))
 	if !strings.HasPrefix(string(log), "started\n") || !strings.Contains(string(log), "timed out") {
@@ -190,10 +294,40 @@ func TestRunTimesOutAndRemovesItsContainer(t *testing.T) {
 	}
 }
 
+func TestRunCancelledRemovesItsContainer(t *testing.T) {
+	e := &engine{image: true, hang: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	_, err := Run(ctx, input(t, e))
+	if err == nil || !strings.Contains(err.Error(), "the run was cancelled (context canceled)") {
+		t.Errorf("Run = %v, want cancelled", err)
+	}
+	// Removed on a context of its own: the caller's had ended.
+	if len(e.removed) != 1 {
+		t.Errorf("removed %v, want the container", e.removed)
+	}
+}
+
+func TestRunReportsAFailedRemoval(t *testing.T) {
+	e := &engine{image: true, junit: junitPassed, removeErr: errors.New("engine gone")}
+	_, err := Run(context.Background(), input(t, e))
+	if err == nil || !strings.Contains(err.Error(), "remove container \"capd-e2e-conformance-c1-") || !strings.Contains(err.Error(), "engine gone") {
+		t.Errorf("Run = %v, want the removal's error", err)
+	}
+}
+
 func TestRunExitWithoutJUnit(t *testing.T) {
 	e := &engine{image: true, output: "flag provided but not defined: -bogus\n", code: 1}
-	_, err := Run(context.Background(), input(t, e))
-	if err == nil || !strings.Contains(err.Error(), "exited with 1 and e2e.test wrote no JUnit") || !strings.Contains(err.Error(), "-bogus") {
+	in := input(t, e)
+	// An earlier run's report in the same folder is not this one's.
+	if err := os.MkdirAll(in.ArtifactsDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(in.junitPath(), []byte(junitPassed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Run(context.Background(), in)
+	if err == nil || !strings.Contains(err.Error(), "exited with 1 and left no JUnit report") || !strings.Contains(err.Error(), "-bogus") {
 		t.Errorf("Run = %v, want the exit code and the log's end", err)
 	}
 }
@@ -201,37 +335,58 @@ func TestRunExitWithoutJUnit(t *testing.T) {
 func TestRunBadInput(t *testing.T) {
 	e := &engine{image: true}
 	in := input(t, e)
-	in.Image, in.Labels, in.Timeout = "", nil, 0
+	in.Image, in.Labels, in.Timeout, in.ClusterName = "", nil, 0, "a/b"
 	_, err := Run(context.Background(), in)
-	if err == nil || err.Error() != "conformance: RunInput needs Image, Labels, Timeout" {
-		t.Errorf("Run = %v", err)
+	want := `conformance: RunInput: [Image: Required value, ClusterName: Invalid value: "a/b": must match ^[a-zA-Z0-9][a-zA-Z0-9_.-]*$, Labels: Required value, Timeout: Required value]`
+	if err == nil || err.Error() != want {
+		t.Errorf("Run = %v\nwant %s", err, want)
 	}
-	in = input(t, &engine{})
-	_, err = Run(context.Background(), in)
-	if err == nil || !strings.Contains(err.Error(), "image registry.k8s.io/conformance:v1.37.2 is not in the engine") {
+	if e.started {
+		t.Errorf("a container was started: %+v", e.spec)
+	}
+	if _, err := os.Stat(in.ArtifactsDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the artifacts folder was made before the input was checked: %v", err)
+	}
+
+	in = input(t, e)
+	in.Image, in.GinkgoNodes = "registry.k8s.io/Conformance:v1", -1
+	if _, err := Run(context.Background(), in); err == nil || !strings.Contains(err.Error(), `Image: Invalid value: "registry.k8s.io/Conformance:v1"`) ||
+		!strings.Contains(err.Error(), "GinkgoNodes: Invalid value: -1: must not be negative") {
+		t.Errorf("Run with a bad image reference and ginkgo nodes = %v", err)
+	}
+
+	e = &engine{}
+	_, err = Run(context.Background(), input(t, e))
+	if err == nil || !strings.Contains(err.Error(), "image registry.k8s.io/conformance:v1.37.2 is not in the engine: build it first (make images") {
 		t.Errorf("Run without the image = %v", err)
 	}
-	if e.spec.Name != "" {
-		t.Errorf("a container was started: %+v", e.spec)
+	if e.started {
+		t.Errorf("a container was started without its image: %+v", e.spec)
 	}
 }
 
 func TestReadConfig(t *testing.T) {
 	dir := t.TempDir()
-	flat := filepath.Join(dir, "flat.yaml")
-	if err := os.WriteFile(flat, []byte("ginkgo.focus: \\[Conformance\\]\ndisable-log-dump: true\nginkgo.flake-attempts: 3\n"), 0o644); err != nil {
-		t.Fatal(err)
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
-	got, err := ReadConfig(flat)
-	if err != nil || got["ginkgo.focus"] != `\[Conformance\]` || got["disable-log-dump"] != "true" || got["ginkgo.flake-attempts"] != "3" {
-		t.Errorf("ReadConfig = %v, %v", got, err)
+	got, err := ReadConfig(write("flat.yaml", "ginkgo.focus: \\[Conformance\\]\ndisable-log-dump: true\nginkgo.flake-attempts: 3\nginkgo.seed: 10000000\nempty:\n"))
+	want := map[string]string{"ginkgo.focus": `\[Conformance\]`, "disable-log-dump": "true", "ginkgo.flake-attempts": "3", "ginkgo.seed": "10000000", "empty": ""}
+	if err != nil || !maps.Equal(got, want) {
+		t.Errorf("ReadConfig = %q, %v\nwant %q", got, err, want)
 	}
-	nested := filepath.Join(dir, "nested.yaml")
-	if err := os.WriteFile(nested, []byte("ginkgo:\n  focus: x\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ReadConfig(nested); err == nil || !strings.Contains(err.Error(), "ginkgo: a flag's value must be a string") {
+	if _, err := ReadConfig(write("nested.yaml", "ginkgo:\n  focus: x\n")); err == nil || !strings.Contains(err.Error(), "ginkgo: a flag's value must be a string, not a map") {
 		t.Errorf("ReadConfig of a nested map = %v", err)
+	}
+	if _, err := ReadConfig(write("list.yaml", "a: b\nskip: [x, y]\n")); err == nil || !strings.Contains(err.Error(), "skip: a flag's value must be a string, not a list") {
+		t.Errorf("ReadConfig of a list = %v", err)
+	}
+	if got, err := ReadConfig(write("empty.yaml", "")); err != nil || got == nil || len(got) != 0 {
+		t.Errorf("ReadConfig of an empty file = %v, %v", got, err)
 	}
 	if _, err := ReadConfig(filepath.Join(dir, "nope.yaml")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("ReadConfig of a missing file = %v", err)
@@ -254,5 +409,8 @@ func TestGatherJUnit(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(report, "junit_kubetest.c1.01.xml")); err != nil {
 		t.Errorf("the report folder lost its JUnit: %v", err)
+	}
+	if err := GatherJUnit(root, filepath.Join(report, "nope")); err != nil {
+		t.Errorf("GatherJUnit of a run that made no folder = %v", err)
 	}
 }
