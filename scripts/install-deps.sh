@@ -4,6 +4,8 @@
 #   busybox-static  the test image's userland (framework/runtime/runtimetest)
 #   debootstrap     Debian root filesystems for the node images (make images)
 #   gcc, libc6-dev  the static pause binary (make images)
+#   make, bzip2     BusyBox, for the conformance tests' busybox image (make
+#                   images; bzip2 for its unit test)
 # With --browser, also:
 #   chromium        the run report's test in a real headless browser
 #                   (framework/report), and report.png (scripts/ci-e2e.sh)
@@ -11,7 +13,7 @@
 #   kubernetes-client  kubectl, for make up, make iterate and docs/explore.md
 set -o errexit -o nounset -o pipefail
 
-pkgs=(busybox-static debootstrap gcc libc6-dev)
+pkgs=(busybox-static debootstrap gcc libc6-dev make bzip2)
 for arg in "$@"; do
   case $arg in
   --browser) pkgs+=(chromium) ;;

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,7 +15,6 @@ import (
 	"github.com/capd-e2e/capd-e2e/factory/oci"
 	"github.com/capd-e2e/capd-e2e/factory/plan"
 	"github.com/capd-e2e/capd-e2e/framework/config"
-	"github.com/capd-e2e/capd-e2e/internal/cputime"
 )
 
 // Kubernetes' conformance suite and the e2e test images its tests run
@@ -196,57 +194,6 @@ func (b *Builders) buildTestImage(ctx context.Context, s plan.Step) error {
 	}
 	c.config.Labels = map[string]string{"org.opencontainers.image.version": tag, "org.opencontainers.image.title": name}
 	return b.image(ctx, s, c)
-}
-
-// buildBusyBox builds busybox as upstream's image is: the static binary
-// at /bin/busybox with a link per applet in /bin, on nothing. The binary
-// is Debian's busybox-static, taken from the rootfs in the "from" input.
-func (b *Builders) buildBusyBox(ctx context.Context, s plan.Step) error {
-	// /usr/bin on Debian's merged /usr (trixie's /bin is a link to it).
-	var data []byte
-	for _, p := range []string{"/usr/bin/busybox", "/bin/busybox"} {
-		files, err := oci.ReadFiles(ctx, b.Images, s.Inputs[plan.InputFrom], p)
-		if err == nil {
-			data = files[p]
-			break
-		}
-		if p == "/bin/busybox" {
-			return fmt.Errorf("busybox: %w (add busybox-static to the rootfs)", err)
-		}
-	}
-	dir, err := os.MkdirTemp(b.TempDir, "capd-e2e-busybox-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "busybox")
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		return err
-	}
-	// The applets this busybox has, from itself: a static binary, run on
-	// the host like any build tool.
-	cmd := exec.CommandContext(ctx, bin, "--list")
-	var out strings.Builder
-	cmd.Stdout = &out
-	if err := cputime.Run(ctx, cmd); err != nil {
-		return fmt.Errorf("busybox --list: %w", err)
-	}
-	var links []oci.File
-	for _, applet := range strings.Fields(out.String()) {
-		if applet != "busybox" && !strings.Contains(applet, "/") {
-			links = append(links, oci.File{Path: "bin/" + applet, Link: "busybox"})
-		}
-	}
-	if len(links) < 100 {
-		return fmt.Errorf("busybox --list: %d applets, want a full busybox", len(links))
-	}
-	return b.image(ctx, s, imageContent{
-		files:      map[string]string{"/bin/busybox": bin},
-		scratchEtc: true,
-		extra:      links,
-		config: oci.Config{Cmd: []string{"sh"}, Labels: map[string]string{
-			"org.opencontainers.image.version": s.Inputs[plan.InputTag], "org.opencontainers.image.title": config.TestImageBusyBox}},
-	})
 }
 
 // sourceFiles reads the files names of dir (in the module cache: read,

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/mod/semver"
@@ -182,7 +183,7 @@ func New(cfg *config.Config, opts Options) (*Plan, error) {
 	}
 
 	for _, k := range b.Kubernetes {
-		g.conformance(k, onRootfs)
+		g.conformance(k, b.Debian.Mirror, onRootfs)
 	}
 
 	if err := g.clusterAPI(cfg); err != nil {
@@ -220,7 +221,7 @@ func New(cfg *config.Config, opts Options) (*Plan, error) {
 // conformance section. The conformance image is compiled in k's
 // Kubernetes build (its wrapper module, and kubectl from it); the test
 // images from k's sources too.
-func (g *graph) conformance(k config.Kubernetes, onRootfs func(string) (string, []string)) {
+func (g *graph) conformance(k config.Kubernetes, mirror string, onRootfs func(string) (string, []string)) {
 	c := k.Conformance
 	if c == nil {
 		return
@@ -251,6 +252,10 @@ func (g *graph) conformance(k config.Kubernetes, onRootfs func(string) (string, 
 			}
 			s.Inputs[InputBase] = agnhost
 			s.Deps = []string{TestImageID(strings.TrimPrefix(agnhost, strings.TrimSuffix(c.TestImageRepository, "/")+"/"))}
+		case config.TestImageBusyBox:
+			// Compiled from BusyBox's release, which Debian's archive
+			// serves; on no rootfs.
+			s.Inputs[InputSource], s.Inputs[InputMirror] = BusyBoxRelease(tag), mirror
 		default:
 			s.Inputs[InputFrom], s.Deps = from, deps
 		}
@@ -399,4 +404,16 @@ func (g *graph) list() []Step {
 		out = append(out, g.steps[id])
 	}
 	return out
+}
+
+// BusyBoxRelease is the BusyBox release an e2e busybox image's tag is
+// built from: the tag without its "-N" build suffix (busybox:1.37.0-2 is
+// BusyBox 1.37.0).
+func BusyBoxRelease(tag string) string {
+	if i := strings.LastIndex(tag, "-"); i > 0 {
+		if _, err := strconv.Atoi(tag[i+1:]); err == nil {
+			return tag[:i]
+		}
+	}
+	return tag
 }

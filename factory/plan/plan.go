@@ -113,7 +113,7 @@ const (
 	InputRunc        = "runc"         // runc module@version
 	InputCNIPlugins  = "cni-plugins"  // CNI plugins module@version
 	InputCrictl      = "crictl"       // cri-tools module@version
-	InputSource      = "source"       // k8s.io/kubernetes version with pause.c
+	InputSource      = "source"       // k8s.io/kubernetes version with pause.c; BusyBox release
 	InputPreload     = "preload"      // images imported into a node image
 	InputCertManager = "cert-manager" // cert-manager module@version
 	InputSourceHash  = "source-hash"  // content hash of a local tree's sources (gobuild.SourceInfo)
