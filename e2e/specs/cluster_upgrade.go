@@ -1,6 +1,8 @@
 package specs
 
 import (
+	"slices"
+
 	"context"
 	"fmt"
 	"time"
@@ -10,6 +12,25 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/test/framework"
 	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
+)
+
+// The upgrade specs' names, and their facts.
+var (
+	specK8sUpgrade = declare(specFacts{
+		name: "k8s-upgrade", label: LabelK8sUpgrade,
+		variables: []string{varKubernetesVersionUpgradeFrom, varKubernetesVersionUpgradeTo},
+		waits:     upgradeWaits,
+		files:     []string{"cluster_upgrade.go"},
+	})
+	specUpgradeConformance = declare(specFacts{
+		name: LabelUpgradeConformance, label: LabelUpgradeConformance,
+		variables:   []string{varKubernetesVersionUpgradeFrom, varKubernetesVersionUpgradeTo, varKubetestConfiguration},
+		conformance: varKubernetesVersionUpgradeTo,
+		// The upgrade's waits, the suite's run, the cluster still
+		// healthy.
+		waits: slices.Concat(upgradeWaits, []string{"wait-conformance"}, healthWaits),
+		files: []string{"cluster_upgrade.go", "conformance.go"},
+	})
 )
 
 // ClusterUpgradeSpecInput is the input of ClusterUpgradeSpec.
@@ -87,7 +108,7 @@ func ClusterUpgradeSpec(inputGetter func() ClusterUpgradeSpecInput) {
 		Label(LabelK8sUpgrade, LabelSlow),
 		func(specCtx SpecContext) {
 			in := inputGetter()
-			upgradeCluster(specCtx, "k8s-upgrade", in, nil)
+			upgradeCluster(specCtx, specK8sUpgrade, in, nil)
 		})
 }
 

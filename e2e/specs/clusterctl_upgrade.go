@@ -114,7 +114,23 @@ func ClusterctlUpgradeInputFrom(env *suite.Environment) ClusterctlUpgradeSpecInp
 	return in
 }
 
-const specClusterctlUpgrade = "clusterctl-upgrade"
+// specClusterctlUpgrade is the clusterctl upgrade spec's name, and its
+// facts.
+var specClusterctlUpgrade = declare(specFacts{
+	name: "clusterctl-upgrade", label: LabelClusterctlUpgrade,
+	variables:       []string{varKubernetesVersion},
+	previousRelease: true,
+	waits: slices.Concat(
+		// The management cluster's cert-manager substitute Available,
+		// clusterctl init.
+		[]string{"wait-controllers", "wait-controllers"}, creationWaits,
+		// clusterctl upgrade, the CRDs migrated, the window without a
+		// rollout, the MachineDeployment scaled to 2 and back to 1.
+		[]string{"wait-controllers", "wait-crd-migration", "check-no-rollout", "wait-worker-nodes", "wait-worker-nodes"},
+		healthWaits),
+	// The scaling loop waits twice on one line.
+	files: []string{"clusterctl_upgrade.go"},
+})
 
 // ClusterctlUpgradeSpec is the path every Cluster API user takes at a
 // release: it creates a management cluster of its own (a kind cluster:

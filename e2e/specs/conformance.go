@@ -21,12 +21,6 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/summary"
 )
 
-// The conformance specs' names, upstream's.
-const (
-	specK8sConformance     = "k8s-conformance"
-	specUpgradeConformance = "k8s-upgrade-and-conformance"
-)
-
 // Variables of the conformance specs, upstream's names.
 const (
 	// varKubetestConfiguration is the file of e2e.test flags a

@@ -74,6 +74,14 @@
 // repository root; a provider brings its own flavors of the same names, or
 // sets Flavor.
 //
+// A spec's facts (its name, label, the variables it reads, whether it
+// needs the test extension, the previous release or a conformance image,
+// every wait it makes) are declared once, in the spec's own file, with
+// declare (facts.go); Requirements, the default timeouts and the image plan
+// (which builds what the selected specs' Requirements name) read that
+// declaration, and a unit test checks it against the waits the spec's code
+// makes. A new spec is its file, with its declaration, and its Describe.
+//
 // This package must not build the management cluster, the clusterctl
 // repository or images, and must not sleep: every wait is an Eventually or
 // Consistently bounded by the config's intervals.

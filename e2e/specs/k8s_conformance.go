@@ -1,10 +1,24 @@
 package specs
 
 import (
+	"slices"
+
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 )
+
+// specK8sConformance is the conformance spec's name (upstream's), and its
+// facts.
+var specK8sConformance = declare(specFacts{
+	name: "k8s-conformance", label: LabelK8sInstall,
+	variables:   []string{varKubernetesVersion, varKubetestConfiguration},
+	conformance: varKubernetesVersion,
+	// The cluster created with its test images, the suite's run, the
+	// cluster still healthy.
+	waits: slices.Concat(creationWaits, []string{"wait-conformance"}, healthWaits),
+	files: []string{"k8s_conformance.go", "conformance.go"},
+})
 
 // K8SConformanceSpecInput is the input of K8SConformanceSpec.
 type K8SConformanceSpecInput struct {

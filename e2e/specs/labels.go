@@ -76,7 +76,7 @@ const (
 	// (upstream's).
 	LabelK8sInstall = "K8s-Install"
 	// LabelUpgradeConformance marks the upgrade followed by conformance.
-	LabelUpgradeConformance = specUpgradeConformance
+	LabelUpgradeConformance = "k8s-upgrade-and-conformance"
 	// LabelSlow marks specs that take more than about 20 minutes on a CI
 	// machine.
 	LabelSlow = "slow"

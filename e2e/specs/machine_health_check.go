@@ -11,6 +11,22 @@ import (
 	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
 )
 
+// The remediation specs' names, and their facts.
+var (
+	specMDRemediation = declare(specFacts{
+		name: "md-remediation", label: LabelRemediation,
+		variables: []string{varKubernetesVersion},
+		waits:     remediationWaits,
+		files:     []string{"machine_health_check.go"},
+	})
+	specKCPRemediation = declare(specFacts{
+		name: "kcp-remediation", label: LabelRemediation,
+		variables: []string{varKubernetesVersion},
+		waits:     remediationWaits,
+		files:     []string{"machine_health_check.go"},
+	})
+)
+
 // RemediationMode says which Machines the machine-health-check spec breaks.
 type RemediationMode string
 
@@ -116,11 +132,11 @@ func MachineHealthCheckSpec(inputGetter func() MachineHealthCheckSpecInput) {
 			if fault == "" {
 				fault = FaultStopContainer
 			}
-			spec, flavor, cp, workers := "md-remediation", "md-remediation", int64(1), int64(1)
+			spec, flavor, cp, workers := specMDRemediation, "md-remediation", int64(1), int64(1)
 			switch mode {
 			case WorkerRemediation:
 			case ControlPlaneRemediation:
-				spec, flavor, cp, workers = "kcp-remediation", "kcp-remediation", 3, 0
+				spec, flavor, cp, workers = specKCPRemediation, "kcp-remediation", 3, 0
 			default:
 				Fail(fmt.Sprintf("MachineHealthCheckSpec: unknown Mode %q", mode))
 			}

@@ -1,6 +1,8 @@
 package specs
 
 import (
+	"slices"
+
 	"context"
 	"fmt"
 	"strings"
@@ -16,6 +18,17 @@ import (
 
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
+
+// specMachinePool is the MachinePool spec's name, and its facts.
+var specMachinePool = declare(specFacts{
+	name: "machine-pool", label: LabelMachinePool,
+	variables: []string{varKubernetesVersion},
+	waits: slices.Concat(creationWaits,
+		// Each scaling step (3, 1, 0 by default: set Timeout for more).
+		[]string{"wait-machine-pool-nodes", "wait-machine-pool-nodes", "wait-machine-pool-nodes"},
+		healthWaits),
+	files: []string{"machine_pool.go"},
+})
 
 // labelDevMachinePool is the label CAPD's docker backend puts on each
 // container of a DevMachinePool, with the DevMachinePool's name.
@@ -66,7 +79,7 @@ func MachinePoolSpec(inputGetter func() MachinePoolSpecInput) {
 		Label(LabelMachinePool),
 		func(specCtx SpecContext) {
 			in := inputGetter()
-			r, ctx := begin(specCtx, "machine-pool", in.CommonInput, in.Timeout)
+			r, ctx := begin(specCtx, specMachinePool, in.CommonInput, in.Timeout)
 			scales := in.ScaleTo
 			if scales == nil {
 				scales = []int32{3, 1, 0}

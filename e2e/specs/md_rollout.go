@@ -24,8 +24,22 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
 
-// specMDRollout is the MachineDeployment rollout spec's name.
-const specMDRollout = "md-rollout"
+// specMDRollout is the MachineDeployment rollout spec's name, and its
+// facts.
+var specMDRollout = declare(specFacts{
+	name: "md-rollout", label: LabelMDRollout,
+	variables: []string{varKubernetesVersion},
+	waits: slices.Concat(
+		// Creating its cluster; on an existing one, its health checked
+		// first instead (fewer waits).
+		creationWaits,
+		// The new Machines with Nodes, the old MachineSets gone, the old
+		// Nodes and containers gone; with a cloud-controller-manager,
+		// every Node initialised.
+		[]string{"wait-machine-rollout", "wait-machine-rollout", "wait-machine-rollout", "wait-nodes-ready"},
+		healthWaits),
+	files: []string{"md_rollout.go"},
+})
 
 // MachineDeploymentRolloutSpecInput is the input of
 // MachineDeploymentRolloutSpec.

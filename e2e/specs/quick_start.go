@@ -1,6 +1,8 @@
 package specs
 
 import (
+	"slices"
+
 	"context"
 	"time"
 
@@ -10,6 +12,21 @@ import (
 	"sigs.k8s.io/cluster-api/test/framework"
 	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
 )
+
+// specQuickStart is the quick-start's name, and its facts.
+var specQuickStart = declare(specFacts{
+	name: "quick-start", label: LabelQuickStart,
+	variables: []string{varKubernetesVersion},
+	waits: slices.Concat(creationWaits,
+		// With a cloud-controller-manager: every Node initialised; the
+		// LoadBalancer check (beside the machine waits): CoreDNS, an
+		// address, a backend Node, the answer, the load balancer gone,
+		// the Service gone, the backend pod gone.
+		[]string{"wait-nodes-ready",
+			"wait-load-balancer", "wait-load-balancer", "wait-worker-nodes",
+			"wait-load-balancer", "wait-load-balancer", "wait-load-balancer", "wait-load-balancer"}),
+	files: []string{"quick_start.go", "cloud_provider.go"},
+})
 
 // QuickStartSpecInput is the input of QuickStartSpec.
 type QuickStartSpecInput struct {
@@ -70,7 +87,7 @@ func QuickStartSpec(inputGetter func() QuickStartSpecInput) {
 		Label(LabelQuickStart),
 		func(specCtx SpecContext) {
 			in := inputGetter()
-			r, ctx := begin(specCtx, "quick-start", in.CommonInput, in.Timeout)
+			r, ctx := begin(specCtx, specQuickStart, in.CommonInput, in.Timeout)
 			var wl framework.ClusterProxy
 			joinLB := func() {}
 			r.createCluster(ctx, createOptions{

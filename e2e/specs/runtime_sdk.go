@@ -1,6 +1,8 @@
 package specs
 
 import (
+	"slices"
+
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +20,33 @@ import (
 	runtimev1 "sigs.k8s.io/cluster-api/api/runtime/v1beta2"
 	"sigs.k8s.io/cluster-api/test/framework"
 )
+
+// specRuntimeSDK is the runtime SDK spec's name (upstream's), and its
+// facts.
+var specRuntimeSDK = declare(specFacts{
+	name: "k8s-upgrade-with-runtimesdk", label: LabelRuntimeSDK,
+	variables:     []string{varKubernetesVersionUpgradeFrom, varKubernetesVersionUpgradeTo},
+	testExtension: true,
+	waits: slices.Concat(
+		// The extension discovered; BeforeClusterCreate, before the
+		// creation's waits end; AfterControlPlaneInitialized called.
+		[]string{"wait-extension"}, hookWaits, creationWaits, []string{"wait-hook-called"},
+		// BeforeClusterUpgrade, BeforeControlPlaneUpgrade, the control
+		// plane's Machines, AfterControlPlaneUpgrade, BeforeWorkersUpgrade,
+		// the workers' Machines, AfterWorkersUpgrade; upstream's helper's
+		// own checks (control plane, kube-proxy, MachineDeployment,
+		// MachinePool); AfterClusterUpgrade; every Node Ready.
+		hookWaits, hookWaits, []string{"wait-control-plane-upgrade"}, hookWaits, hookWaits,
+		[]string{"wait-machine-deployment-upgrade"}, hookWaits,
+		[]string{"wait-control-plane-upgrade", "wait-machine-upgrade", "wait-machine-deployment-upgrade", "wait-machine-pool-upgrade"},
+		hookWaits, []string{"wait-nodes-ready"}, healthWaits),
+	// BeforeClusterDelete, while the Cluster is deleted.
+	cleanupWaits: slices.Concat([]string{"wait-delete-cluster"}, hookWaits),
+	// hooks.go's pass is called once per hook: waits lists its waits per
+	// call.
+	files:        []string{"runtime_sdk.go", "hooks.go"},
+	cleanupFiles: []string{"hooks.go"},
+})
 
 // RuntimeSDKSpecInput is the input of RuntimeSDKSpec.
 type RuntimeSDKSpecInput struct {
@@ -76,7 +105,7 @@ func RuntimeSDKSpec(inputGetter func() RuntimeSDKSpecInput) {
 		Label(LabelRuntimeSDK, LabelK8sUpgrade),
 		func(specCtx SpecContext) {
 			in := inputGetter()
-			r, ctx := begin(specCtx, "k8s-upgrade-with-runtimesdk", in.CommonInput, in.Timeout)
+			r, ctx := begin(specCtx, specRuntimeSDK, in.CommonInput, in.Timeout)
 			from := r.variable(varKubernetesVersionUpgradeFrom)
 			to := r.variable(varKubernetesVersionUpgradeTo)
 			r.summary.Set("upgrade", fmt.Sprintf("%s -> %s", from, to))

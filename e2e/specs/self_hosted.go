@@ -20,6 +20,22 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/controllerlogs"
 )
 
+// specSelfHosted is the self-hosted spec's name, and its facts.
+var specSelfHosted = declare(specFacts{
+	name: "self-hosted", label: LabelSelfHosted,
+	variables: []string{varKubernetesVersion},
+	waits: slices.Concat(creationWaits,
+		// clusterctl init, every Machine with a Node, the moved Cluster
+		// reconciled, the window without a rollout.
+		[]string{"wait-controllers", "wait-worker-nodes", "wait-cluster", "check-no-rollout"},
+		healthWaits),
+	// The move back, a cleanup node of its own, adds its waits: every
+	// Machine with a Node, the Cluster reconciled.
+	cleanupWaits: []string{"wait-delete-cluster", "wait-worker-nodes", "wait-cluster"},
+	files:        []string{"self_hosted.go"},
+	cleanupFiles: []string{"self_hosted_cleanup.go"},
+})
+
 // SelfHostedSpecInput is the input of SelfHostedSpec.
 type SelfHostedSpecInput struct {
 	CommonInput
@@ -93,7 +109,7 @@ func SelfHostedSpec(inputGetter func() SelfHostedSpecInput) {
 		func(specCtx SpecContext) {
 			in := inputGetter()
 			in.CloudControllerManager = nil
-			r, ctx := begin(specCtx, "self-hosted", in.CommonInput, in.Timeout)
+			r, ctx := begin(specCtx, specSelfHosted, in.CommonInput, in.Timeout)
 			vars := map[string]string{}
 			if deref(in.PreloadImages, true) && in.E2EConfig.HasDockerProvider() {
 				vars[varDockerPreloadImages] = preloadImages(in.E2EConfig)

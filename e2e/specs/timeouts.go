@@ -18,9 +18,9 @@ import (
 // its own interval already, so the sum is reached only when something does
 // not bound itself; it is the backstop, not a budget.
 //
-// specWaits lists every wait a spec makes, in the order it makes them, one
-// entry per wait (a key waited on twice is listed twice). timeouts_test.go
-// checks it against the code: every wait the code makes is listed.
+// Each spec lists its waits in its declaration (specFacts.waits, in the
+// spec's file), built of the shared lists below. timeouts_test.go checks
+// them against the code: every wait the code makes is listed.
 
 // creationWaits are createCluster's: apply the template, infrastructure
 // provisioned, control plane initialised, control plane ready, workers,
@@ -48,65 +48,6 @@ var upgradeWaits = slices.Concat(creationWaits,
 		"wait-control-plane-upgrade", "wait-machine-deployment-upgrade", "wait-machine-pool-upgrade", "wait-nodes-ready"},
 	healthWaits)
 
-var specWaits = map[string][]string{
-	"quick-start": slices.Concat(creationWaits,
-		// With a cloud-controller-manager: every Node initialised; the
-		// LoadBalancer check (beside the machine waits): CoreDNS, an
-		// address, a backend Node, the answer, the load balancer gone,
-		// the Service gone, the backend pod gone.
-		[]string{"wait-nodes-ready",
-			"wait-load-balancer", "wait-load-balancer", "wait-worker-nodes",
-			"wait-load-balancer", "wait-load-balancer", "wait-load-balancer", "wait-load-balancer"}),
-	"k8s-upgrade": upgradeWaits,
-	"machine-pool": slices.Concat(creationWaits,
-		// Each scaling step (3, 1, 0 by default: set Timeout for more).
-		[]string{"wait-machine-pool-nodes", "wait-machine-pool-nodes", "wait-machine-pool-nodes"},
-		healthWaits),
-	specMDRollout: slices.Concat(
-		// Creating its cluster; on an existing one, its health checked
-		// first instead (fewer waits).
-		creationWaits,
-		// The new Machines with Nodes, the old MachineSets gone, the old
-		// Nodes and containers gone; with a cloud-controller-manager,
-		// every Node initialised.
-		[]string{"wait-machine-rollout", "wait-machine-rollout", "wait-machine-rollout", "wait-nodes-ready"},
-		healthWaits),
-	"md-remediation":  remediationWaits,
-	"kcp-remediation": remediationWaits,
-	"k8s-upgrade-with-runtimesdk": slices.Concat(
-		// The extension discovered; BeforeClusterCreate, before the
-		// creation's waits end; AfterControlPlaneInitialized called.
-		[]string{"wait-extension"}, hookWaits, creationWaits, []string{"wait-hook-called"},
-		// BeforeClusterUpgrade, BeforeControlPlaneUpgrade, the control
-		// plane's Machines, AfterControlPlaneUpgrade, BeforeWorkersUpgrade,
-		// the workers' Machines, AfterWorkersUpgrade; upstream's helper's
-		// own checks (control plane, kube-proxy, MachineDeployment,
-		// MachinePool); AfterClusterUpgrade; every Node Ready.
-		hookWaits, hookWaits, []string{"wait-control-plane-upgrade"}, hookWaits, hookWaits,
-		[]string{"wait-machine-deployment-upgrade"}, hookWaits,
-		[]string{"wait-control-plane-upgrade", "wait-machine-upgrade", "wait-machine-deployment-upgrade", "wait-machine-pool-upgrade"},
-		hookWaits, []string{"wait-nodes-ready"}, healthWaits),
-	specClusterctlUpgrade: slices.Concat(
-		// The management cluster's cert-manager substitute Available,
-		// clusterctl init.
-		[]string{"wait-controllers", "wait-controllers"}, creationWaits,
-		// clusterctl upgrade, the CRDs migrated, the window without a
-		// rollout, the MachineDeployment scaled to 2 and back to 1.
-		[]string{"wait-controllers", "wait-crd-migration", "check-no-rollout", "wait-worker-nodes", "wait-worker-nodes"},
-		healthWaits),
-	// The cluster created with its test images, the suite's run, the
-	// cluster still healthy.
-	specK8sConformance: slices.Concat(creationWaits, []string{"wait-conformance"}, healthWaits),
-	// The upgrade's waits (see specWaits["k8s-upgrade"]), the suite's
-	// run, the cluster still healthy.
-	specUpgradeConformance: slices.Concat(upgradeWaits, []string{"wait-conformance"}, healthWaits),
-	"self-hosted": slices.Concat(creationWaits,
-		// clusterctl init, every Machine with a Node, the moved Cluster
-		// reconciled, the window without a rollout.
-		[]string{"wait-controllers", "wait-worker-nodes", "wait-cluster", "check-no-rollout"},
-		healthWaits),
-}
-
 // hookWaits are those of one blocking lifecycle hook (lifecycleHooks.pass):
 // called and blocking, the window in which it must hold the Cluster, the
 // Cluster gone on after it passed.
@@ -119,16 +60,6 @@ var remediationWaits = slices.Concat(creationWaits,
 	slices.Repeat([]string{"wait-machine-remediation"}, 7),
 	healthWaits)
 
-// cleanupWaits are the waits of a spec's cleanup nodes; for the
-// self-hosted spec the move back, a cleanup node of its own, adds its
-// waits (every Machine with a Node, the Cluster reconciled).
-var cleanupWaits = map[string][]string{
-	"":            {"wait-delete-cluster"},
-	"self-hosted": {"wait-delete-cluster", "wait-worker-nodes", "wait-cluster"},
-	// BeforeClusterDelete, while the Cluster is deleted.
-	"k8s-upgrade-with-runtimesdk": slices.Concat([]string{"wait-delete-cluster"}, hookWaits),
-}
-
 // cleanupAllowance is the part of a cleanup with no interval of its own:
 // clusterctl describe, the resource dumps, the namespace's deletion and
 // the leak check (seconds each, normally).
@@ -136,11 +67,11 @@ const cleanupAllowance = 5 * time.Minute
 
 // defaultTimeout is the sum of spec's waits at e's intervals.
 func defaultTimeout(e *clusterctl.E2EConfig, spec string) (time.Duration, error) {
-	waits, ok := specWaits[spec]
+	f, ok := declared[spec]
 	if !ok {
-		return 0, fmt.Errorf("no waits listed for spec %q", spec)
+		return 0, fmt.Errorf("spec %q is not declared (declare, facts.go)", spec)
 	}
-	return sumWaits(e, spec, waits)
+	return sumWaits(e, spec, f.waits)
 }
 
 // defaultCleanupTimeout bounds each of a spec's cleanup nodes: the log
@@ -148,11 +79,11 @@ func defaultTimeout(e *clusterctl.E2EConfig, spec string) (time.Duration, error)
 // is deleted; logs.DefaultTimeout each), the cleanup's waits and
 // cleanupAllowance.
 func defaultCleanupTimeout(e *clusterctl.E2EConfig, spec string) (time.Duration, error) {
-	waits, ok := cleanupWaits[spec]
+	f, ok := declared[spec]
 	if !ok {
-		waits = cleanupWaits[""]
+		return 0, fmt.Errorf("spec %q is not declared (declare, facts.go)", spec)
 	}
-	sum, err := sumWaits(e, spec, waits)
+	sum, err := sumWaits(e, spec, f.cleanupWaitsOf())
 	return sum + 2*logs.DefaultTimeout + cleanupAllowance, err
 }
 

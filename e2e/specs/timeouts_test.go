@@ -45,30 +45,6 @@ func scan(t *testing.T, files ...string) (waits, vars []string) {
 	return waits, vars
 }
 
-// specFiles are each spec's own files; every spec also runs the creation
-// (create.go, waits.go) and the cleanup (cleanup.go).
-var specFiles = map[string][]string{
-	"quick-start":     {"quick_start.go", "cloud_provider.go"},
-	"k8s-upgrade":     {"cluster_upgrade.go"},
-	"machine-pool":    {"machine_pool.go"},
-	specMDRollout:     {"md_rollout.go"},
-	"md-remediation":  {"machine_health_check.go"},
-	"kcp-remediation": {"machine_health_check.go"},
-	"self-hosted":     {"self_hosted.go"},
-	// The scaling loop waits twice on one line.
-	specClusterctlUpgrade: {"clusterctl_upgrade.go"},
-	// hooks.go's pass is called once per hook: specWaits lists its
-	// waits per call.
-	"k8s-upgrade-with-runtimesdk": {"runtime_sdk.go", "hooks.go"},
-	specK8sConformance:            {"k8s_conformance.go", "conformance.go"},
-	specUpgradeConformance:        {"cluster_upgrade.go", "conformance.go"},
-}
-
-var cleanupFiles = map[string][]string{
-	"self-hosted":                 {"self_hosted_cleanup.go"},
-	"k8s-upgrade-with-runtimesdk": {"hooks.go"},
-}
-
 func count(keys []string) map[string]int {
 	m := map[string]int{}
 	for _, k := range keys {
@@ -77,9 +53,10 @@ func count(keys []string) map[string]int {
 	return m
 }
 
-// TestWaitsListWhatTheCodeWaitsFor checks that specWaits and cleanupWaits,
-// which the default timeouts and the Requirements are made of, list every
-// wait of each spec's code, and that each default covers the sum of those
+// TestWaitsListWhatTheCodeWaitsFor checks that each spec's declared waits
+// and cleanup waits (specFacts), which the default timeouts and the
+// Requirements are made of, list every wait of the spec's code (its
+// declared files), and that each default covers the sum of those
 // waits at config/e2e.yaml's intervals: a wait added to a spec and not to
 // its list fails here.
 func TestWaitsListWhatTheCodeWaitsFor(t *testing.T) {
@@ -96,13 +73,14 @@ func TestWaitsListWhatTheCodeWaitsFor(t *testing.T) {
 		"varKubernetesVersionUpgradeTo": varKubernetesVersionUpgradeTo, "varKubetestConfiguration": varKubetestConfiguration,
 	}
 	creation, _ := scan(t, "create.go", "waits.go")
-	for spec, files := range specFiles {
+	for _, f := range declaredSpecs() {
+		spec, files := f.name, f.files
 		own, vars := scan(t, files...)
 		code := slices.Concat(creation, own)
-		listed := count(specWaits[spec])
+		listed := count(f.waits)
 		for k, n := range count(code) {
 			if listed[k] < n {
-				t.Errorf("%s waits %d times with %q in its code (%s, create.go, waits.go), specWaits lists it %d times", spec, n, k, strings.Join(files, ", "), listed[k])
+				t.Errorf("%s waits %d times with %q in its code (%s, create.go, waits.go), its declaration lists it %d times", spec, n, k, strings.Join(files, ", "), listed[k])
 			}
 		}
 		sum, err := sumWaits(e2e, spec, code)
@@ -118,7 +96,7 @@ func TestWaitsListWhatTheCodeWaitsFor(t *testing.T) {
 		}
 		t.Logf("%s: default timeout %s (the waits in its code: %s)", spec, def, sum)
 
-		cleanupCode, _ := scan(t, append([]string{"cleanup.go"}, cleanupFiles[spec]...)...)
+		cleanupCode, _ := scan(t, append([]string{"cleanup.go"}, f.cleanupFiles...)...)
 		cleanupSum, err := sumWaits(e2e, spec, cleanupCode)
 		if err != nil {
 			t.Fatal(err)
