@@ -18,7 +18,9 @@
 # machine with the CAPD_E2E_FIX_ENGINE given; and at the end.
 #
 # GINKGO_LABEL_FILTER (default: make test-e2e's, PR-Blocking) selects the
-# specs of both sides. Per side it records the wall time, the images phase
+# specs of both sides. THEN_LABEL_FILTER, if set, selects specs run right
+# after each side's cold run, in its clone with its caches and engine: what
+# they built besides (the images they alone need, nothing else). Per side it records the wall time, the images phase
 # and the suite (from ci-e2e.sh's log), the CPU time of the whole machine
 # (/proc/stat, so the engine's and the containers' too) and the CPUs busy on
 # average; per plan step its wall and CPU time as capd-e2e-images logs them
@@ -59,6 +61,30 @@ clear_images() {
   fi
 }
 
+# then_run NAME DIR: right after side NAME's cold run, make test-e2e of
+# THEN_LABEL_FILTER's specs in the same clone, with the same caches and
+# engine: its wall time, and the steps it built (it should build only
+# what the gate did not).
+then_run() {
+  local name=$1 dir=$2 rc=0 s0=$SECONDS
+  log "$name, then: GINKGO_LABEL_FILTER='$THEN_LABEL_FILTER'"
+  (
+    cd "$dir/repo"
+    export GOMODCACHE=$dir/gomod GOCACHE=$dir/gobuild CAPD_E2E_CACHE=$dir/capd-e2e ARTIFACTS=$OUT/$name-then
+    GINKGO_LABEL_FILTER=$THEN_LABEL_FILTER make test-e2e
+  ) >"$OUT/$name-then.log" 2>&1 || rc=$?
+  local wall=$((SECONDS - s0)) built
+  built=$(sed -n 's/^\[[0-9]*\/[0-9]*\] \(.*\): built in \([^ ]*\)\( (cpu \([^)]*\))\)\{0,1\}$/\1 (\2, cpu \4)/p' "$OUT/$name-then.log" | paste -sd';' - | sed 's/;/; /g')
+  {
+    echo
+    printf '%s, then `GINKGO_LABEL_FILTER=%s make test-e2e`: %s in %dm%02ds; built: %s\n' "$name" "$THEN_LABEL_FILTER" \
+      "$([[ $rc == 0 ]] && echo passed || echo "failed ($rc)")" $((wall / 60)) $((wall % 60)) "${built:-nothing}"
+    grep -E '^images: .*(current|lacks)' "$OUT/$name-then.log" | sed 's/^/    /' || true
+  } >>"$OUT/results.md"
+  log "$name, then: $([[ $rc == 0 ]] && echo passed || echo "failed ($rc)") in ${wall}s"
+  return "$rc"
+}
+
 # side NAME REF: one cold make test-e2e of REF.
 side() {
   local name=$1 ref=$2 dir=$BENCH_DIR/$1
@@ -91,6 +117,9 @@ side() {
   # Each built step: "[i/n] ID: built in W (cpu C)".
   sed -n 's/^\[[0-9]*\/[0-9]*\] \(.*\): built in \([^ ]*\)\( (cpu \([^)]*\))\)\{0,1\}$/\1 \2 \4/p' "$OUT/$name.log" >"$OUT/$name-steps.txt"
   log "$name: $(tail -1 "$OUT/results.md")"
+  if [[ -n ${THEN_LABEL_FILTER:-} && $rc == 0 ]]; then
+    then_run "$name" "$dir" || rc=$?
+  fi
   # The module and build caches are large: keep only the logs.
   chmod -R u+w "$dir" && rm -rf "$dir"
   return "$rc"
