@@ -61,6 +61,12 @@ clear_images() {
   fi
 }
 
+# built_steps LOG: each step capd-e2e-images built, from its lines
+# "[i/n] ID: built in W (cpu C)", as "ID W C" (C empty when not logged).
+built_steps() {
+  sed -n 's/^\[[0-9]*\/[0-9]*\] \(.*\): built in \([^ ]*\)\( (cpu \([^)]*\))\)\{0,1\}$/\1 \2 \4/p' "$1"
+}
+
 # then_run NAME DIR: right after side NAME's cold run, make test-e2e of
 # THEN_LABEL_FILTER's specs in the same clone, with the same caches and
 # engine: its wall time, and the steps it built (it should build only
@@ -74,7 +80,7 @@ then_run() {
     GINKGO_LABEL_FILTER=$THEN_LABEL_FILTER make test-e2e
   ) >"$OUT/$name-then.log" 2>&1 || rc=$?
   local wall=$((SECONDS - s0)) built
-  built=$(sed -n 's/^\[[0-9]*\/[0-9]*\] \(.*\): built in \([^ ]*\)\( (cpu \([^)]*\))\)\{0,1\}$/\1 (\2, cpu \4)/p' "$OUT/$name-then.log" | paste -sd';' - | sed 's/;/; /g')
+  built=$(built_steps "$OUT/$name-then.log" | awk '{printf "%s%s (%s, cpu %s)", (NR > 1 ? "; " : ""), $1, $2, $3}')
   {
     echo
     printf '%s, then `GINKGO_LABEL_FILTER=%s make test-e2e`: %s in %dm%02ds; built: %s\n' "$name" "$THEN_LABEL_FILTER" \
@@ -114,8 +120,7 @@ side() {
   printf '| %s | %s | %s | %s | %s | %s | %s | %s of %s |\n' "$name" "$(git -C "$dir/repo" log --format=%h -1)" \
     "$([[ $rc == 0 ]] && echo passed || echo "failed ($rc)")" "$(fmt "$wall")" "$(fmt "$images")" "$(fmt "$suite")" \
     "$(fmt "$cpu")" "$busy" "$(nproc)" >>"$OUT/results.md"
-  # Each built step: "[i/n] ID: built in W (cpu C)".
-  sed -n 's/^\[[0-9]*\/[0-9]*\] \(.*\): built in \([^ ]*\)\( (cpu \([^)]*\))\)\{0,1\}$/\1 \2 \4/p' "$OUT/$name.log" >"$OUT/$name-steps.txt"
+  built_steps "$OUT/$name.log" >"$OUT/$name-steps.txt"
   log "$name: $(tail -1 "$OUT/results.md")"
   if [[ -n ${THEN_LABEL_FILTER:-} && $rc == 0 ]]; then
     then_run "$name" "$dir" || rc=$?

@@ -118,30 +118,39 @@ func checkTags(t *testing.T, name string, bin []byte, want []string, noTrace boo
 	t.Logf("%s: -tags=%s, %d bytes, golang.org/x/net/trace linked: %t", name, got, len(bin), trace)
 }
 
+// buildStep builds s alone with this package's builders, under a test tag
+// ("capd-e2e.local/it-<step>:<run id>", removed when the test ends), and
+// returns the tag.
+func buildStep(ctx context.Context, t *testing.T, rt *moby.Runtime, s plan.Step) string {
+	t.Helper()
+	cache, err := gomod.CacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &goimages.Builders{Images: rt, Go: &gobuild.Builder{CacheDir: cache}, TempDir: t.TempDir()}
+	builders := map[plan.Kind]plan.Builder{}
+	b.Register(builders)
+	s.Image = "capd-e2e.local/it-" + s.ID + ":" + runtime.NewRunID()
+	p, err := plan.FromSteps([]plan.Step{s}, plan.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.RemoveImage(context.Background(), s.Image) })
+	if err := plan.Run(ctx, p, plan.RunOptions{Images: rt, Builders: builders}); err != nil {
+		t.Fatal(err)
+	}
+	return s.Image
+}
+
 // TestIntegrationPause builds a pause image under a test tag and checks the
 // binary runs and reports the version it was compiled with.
 func TestIntegrationPause(t *testing.T) {
 	rt := newRuntime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cache, err := gomod.CacheDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &goimages.Builders{Images: rt, Go: &gobuild.Builder{CacheDir: cache}}
-	builders := map[plan.Kind]plan.Builder{}
-	b.Register(builders)
-	ref := "capd-e2e.local/it-pause:" + runtime.NewRunID()
-	p, err := plan.FromSteps([]plan.Step{{ID: "pause", Kind: plan.KindPause, Image: ref, Inputs: map[string]string{
+	ref := buildStep(ctx, t, rt, plan.Step{ID: "pause", Kind: plan.KindPause, Inputs: map[string]string{
 		plan.InputVersion: "3.10.2", plan.InputModule: "k8s.io/kubernetes", plan.InputSource: "v1.36.3",
-	}}}, plan.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.RemoveImage(context.Background(), ref) })
-	if err := plan.Run(ctx, p, plan.RunOptions{Images: rt, Builders: builders}); err != nil {
-		t.Fatal(err)
-	}
+	}})
 	out, code, _ := runOnce(t, rt, ref, nil, "-v")
 	if code != 0 || !strings.Contains(out, "v3.10.2-v1.36.3") {
 		t.Fatalf("pause -v: exit %d, output %q", code, out)
@@ -161,21 +170,10 @@ func TestIntegrationBusyBox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &goimages.Builders{Images: rt, Go: &gobuild.Builder{}, TempDir: t.TempDir()}
-	builders := map[plan.Kind]plan.Builder{}
-	b.Register(builders)
-	ref := "capd-e2e.local/it-busybox:" + runtime.NewRunID()
-	p, err := plan.FromSteps([]plan.Step{{ID: "busybox", Kind: plan.KindTestImage, Image: ref, Inputs: map[string]string{
+	ref := buildStep(ctx, t, rt, plan.Step{ID: "busybox", Kind: plan.KindTestImage, Inputs: map[string]string{
 		plan.InputName: config.TestImageBusyBox, plan.InputTag: "1.37.0-2", plan.InputModule: "k8s.io/kubernetes", plan.InputVersion: "v1.37.2",
 		plan.InputSource: plan.BusyBoxRelease("1.37.0-2"), plan.InputMirror: cfg.Build.Debian.Mirror,
-	}}}, plan.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.RemoveImage(context.Background(), ref) })
-	if err := plan.Run(ctx, p, plan.RunOptions{Images: rt, Builders: builders}); err != nil {
-		t.Fatal(err)
-	}
+	}})
 	out, code, _ := runOnce(t, rt, ref, []string{"/bin/env", "data-1=value-1", "sh", "-c", "env; wget --help 2>&1 | head -n 1; nslookup 2>&1 | head -n 1"})
 	if code != 0 || !strings.Contains("\n"+out, "\ndata-1=value-1\n") || !strings.Contains(out, "BusyBox v1.37.0") {
 		t.Fatalf("sh -c env with data-1 set: exit %d, output:\n%s", code, out)
