@@ -183,6 +183,16 @@ const (
 // version 2 configuration kind ships.
 const CRIPluginTable = `plugins."io.containerd.grpc.v1.cri"`
 
+// CRIRegistryTable is the CRI plugin's registry table, where config_path
+// names the directory of per-registry hosts.toml files.
+const CRIRegistryTable = CRIPluginTable + ".registry"
+
+// RegistryConfigDir is containerd's config_path in the base image: one
+// directory per registry host, each with a hosts.toml (mirrors, plain
+// HTTP), read at every pull, so a mirror can be named while the node
+// runs. kind's own recipe for a local registry sets the same path.
+const RegistryConfigDir = "/etc/containerd/certs.d"
+
 // BaseFiles returns the files of the base image from kind's images/base/files
 // directory, with the modes kind's Dockerfile gives them (0755 for scripts
 // in usr/local/bin and kind/bin, 0644 otherwise), and these changes:
@@ -192,7 +202,12 @@ const CRIPluginTable = `plugins."io.containerd.grpc.v1.cri"`
 //   - kubelet runs CgroupV1Script first (CgroupV1DropInPath): on a cgroup v1
 //     host, systemd in the node mounts some controllers (hugetlb, net_cls,
 //     perf_event) only after kind's entrypoint created kubelet's cgroups, and
-//     kubelet refuses to start when one hierarchy lacks them.
+//     kubelet refuses to start when one hierarchy lacks them;
+//   - containerd reads registry hosts from RegistryConfigDir (the CRI
+//     plugin's registry config_path, unset in kind's file): containerd 1.7
+//     reads no hosts.toml without it, and a node could not be given a
+//     mirror (framework/mirror) without a restart. An empty directory
+//     changes nothing.
 func BaseFiles(dir string) ([]oci.File, error) {
 	var files []oci.File
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -223,6 +238,10 @@ func BaseFiles(dir string) ([]oci.File, error) {
 		return nil, fmt.Errorf("read kind base files: %s is not kind's images/base/files (no %s or entrypoint)", dir, ContainerdConfigPath)
 	}
 	patched, err := SetTOMLValue(files[i].Data, CRIPluginTable, "restrict_oom_score_adj", "true")
+	if err != nil {
+		return nil, fmt.Errorf("patch %s: %w", ContainerdConfigPath, err)
+	}
+	patched, err = AddTOMLTable(patched, CRIRegistryTable, "config_path", `"`+RegistryConfigDir+`"`)
 	if err != nil {
 		return nil, fmt.Errorf("patch %s: %w", ContainerdConfigPath, err)
 	}

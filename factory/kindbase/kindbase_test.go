@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pelletier/go-toml/v2"
 )
 
 const criConfig = `# explicitly use v2 config format
@@ -99,8 +101,38 @@ func TestBaseFiles(t *testing.T) {
 	if !strings.Contains(content["etc/containerd/config.toml"], "restrict_oom_score_adj = true") {
 		t.Errorf("containerd config not patched:\n%s", content["etc/containerd/config.toml"])
 	}
+	// What containerd's TOML parser reads, not the text: the registry
+	// table must be under the CRI plugin, beside its other keys.
+	var cfg struct {
+		Plugins map[string]struct {
+			RestrictOOMScoreAdj bool `toml:"restrict_oom_score_adj"`
+			Registry            struct {
+				ConfigPath string `toml:"config_path"`
+			} `toml:"registry"`
+		} `toml:"plugins"`
+	}
+	if err := toml.Unmarshal([]byte(content["etc/containerd/config.toml"]), &cfg); err != nil {
+		t.Fatalf("patched containerd config is not TOML: %v\n%s", err, content["etc/containerd/config.toml"])
+	}
+	cri := cfg.Plugins["io.containerd.grpc.v1.cri"]
+	if !cri.RestrictOOMScoreAdj || cri.Registry.ConfigPath != RegistryConfigDir {
+		t.Errorf("CRI plugin: restrict_oom_score_adj %v, registry config_path %q; want true, %q", cri.RestrictOOMScoreAdj, cri.Registry.ConfigPath, RegistryConfigDir)
+	}
 	if !strings.Contains(content[CgroupV1DropInPath], "ExecStartPre=/"+CgroupV1ScriptPath+"\n") {
 		t.Errorf("drop-in does not run the cgroup script:\n%s", content[CgroupV1DropInPath])
+	}
+}
+
+func TestAddTOMLTable(t *testing.T) {
+	got, err := AddTOMLTable([]byte("[a]\n  x = 1"), "a.b", "y", `"z"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "[a]\n  x = 1\n\n[a.b]\n  y = \"z\"\n"; string(got) != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if _, err := AddTOMLTable([]byte("[a]\n[ a.b ] # set\n  y = 2\n"), "a.b", "y", "3"); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("a table already there: got %v, want an error naming line 2", err)
 	}
 }
 

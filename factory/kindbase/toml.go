@@ -23,7 +23,7 @@ func SetTOMLValue(doc []byte, table, key, value string) ([]byte, error) {
 	lines := strings.SplitAfter(string(doc), "\n")
 	current, found := "", -1
 	for i, line := range lines {
-		if m := tomlTable.FindStringSubmatch(line); m != nil {
+		if m := tomlTable.FindStringSubmatch(strings.TrimRight(line, "\r\n")); m != nil {
 			current = m[1]
 			continue
 		}
@@ -45,4 +45,21 @@ func SetTOMLValue(doc []byte, table, key, value string) ([]byte, error) {
 		return nil, fmt.Errorf("set %s in [%s]: the key is not in the document", key, table)
 	}
 	return []byte(strings.Join(lines, "")), nil
+}
+
+// AddTOMLTable appends table, holding key = value (a TOML literal), to a
+// TOML document. The table must not be in the document yet: a kind
+// release that starts to set it gives an error here, to be looked at,
+// rather than a document TOML parsers reject for the duplicate table.
+func AddTOMLTable(doc []byte, table, key, value string) ([]byte, error) {
+	for i, line := range strings.SplitAfter(string(doc), "\n") {
+		if m := tomlTable.FindStringSubmatch(strings.TrimRight(line, "\r\n")); m != nil && m[1] == table {
+			return nil, fmt.Errorf("add [%s]: the table is already in the document (line %d)", table, i+1)
+		}
+	}
+	out := string(doc)
+	if out != "" && !strings.HasSuffix(out, "\n") {
+		out += "\n"
+	}
+	return []byte(out + "\n[" + table + "]\n  " + key + " = " + value + "\n"), nil
 }
