@@ -3,7 +3,9 @@ package specs
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/config"
 	"github.com/capd-e2e/capd-e2e/framework/conformance"
 	"github.com/capd-e2e/capd-e2e/framework/leak"
+	"github.com/capd-e2e/capd-e2e/framework/mirror"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/framework/summary"
 )
@@ -85,6 +88,15 @@ func (r *run) runConformance(ctx context.Context, in ConformanceInput, version s
 		Expect(err).ToNot(HaveOccurred(), "%s: the workload cluster's kubeconfig", r.spec)
 		timeout, _ := r.durations("wait-conformance")
 		dir := filepath.Join(r.clusterDir(), "kubetest")
+		m := r.mirrorTestImages(ctx, version)
+		defer func() {
+			if pulls := m.Pulls(); len(pulls) > 0 {
+				r.summary.Set("conformance image pulls", formatPulls(pulls))
+			}
+			if err := m.Close(); err != nil {
+				fmt.Fprintf(GinkgoWriter, "conformance: stop the image mirror: %v\n", err)
+			}
+		}()
 		r.summary.Set("conformance", fmt.Sprintf("%s, %s, %d ginkgo nodes, %d worker nodes, within %s", image, filepath.Base(cfgPath), nodes, workers, timeout))
 		res, err := conformance.Run(ctx, conformance.RunInput{
 			Runtime:       engine,
@@ -118,6 +130,54 @@ func (r *run) runConformance(ctx context.Context, in ConformanceInput, version s
 		}
 		Expect(err).ToNot(HaveOccurred(), "%s: Kubernetes %s conformance", r.spec, version)
 	})
+}
+
+// mirrorTestImages serves the e2e test images of version's conformance
+// suite to the workload cluster's nodes under their upstream names
+// (framework/mirror), on the gateway of the nodes' network. The nodes
+// hold the images already (testImages); the mirror is for the tests
+// that pull with imagePullPolicy Always, which otherwise fail where the
+// nodes reach no registry.
+func (r *run) mirrorTestImages(ctx context.Context, version string) *mirror.Mirror {
+	images := strings.Fields(r.in.E2EConfig.GetVariableOrEmpty(config.ConformanceTestImagesVariable(version)))
+	Expect(images).ToNot(BeEmpty(), "%s: variable %s is unset", r.spec, config.ConformanceTestImagesVariable(version))
+	engine, ok := r.in.Runtime.(mirror.Engine)
+	Expect(ok).To(BeTrue(), "%s: the input's Runtime cannot save images or copy into containers (it is a %T)", r.spec, r.in.Runtime)
+	list, err := r.in.Runtime.ListContainers(ctx, runtime.Filter{Labels: map[string]string{runtime.LabelCluster: r.clusterName}, Running: true})
+	Expect(err).ToNot(HaveOccurred(), "%s: list the machines of %s", r.spec, r.clusterName)
+	var nodes []string
+	for _, c := range list {
+		if c.Labels[runtime.LabelRole] != "external-load-balancer" {
+			nodes = append(nodes, c.Name)
+		}
+	}
+	Expect(nodes).ToNot(BeEmpty(), "%s: no running machine of %s", r.spec, r.clusterName)
+	d, err := r.in.Runtime.InspectContainer(ctx, nodes[0])
+	Expect(err).ToNot(HaveOccurred(), "%s: inspect machine %s", r.spec, nodes[0])
+	gateway := d.Networks[conformance.DefaultNetwork].GatewayIPv4
+	Expect(gateway).ToNot(BeEmpty(), "%s: machine %s has no IPv4 gateway on network %s: %+v", r.spec, nodes[0], conformance.DefaultNetwork, d.Networks)
+	m, err := mirror.Start(ctx, mirror.Input{Runtime: engine, Images: images, Address: gateway})
+	Expect(err).ToNot(HaveOccurred(), "%s: serve the conformance test images to the nodes", r.spec)
+	if err := m.Configure(ctx, engine, nodes...); err != nil {
+		_ = m.Close()
+		Expect(err).ToNot(HaveOccurred(), "%s: name the image mirror in the nodes", r.spec)
+	}
+	hosts := m.Hosts()
+	var served []string
+	for _, reg := range slices.Sorted(maps.Keys(hosts)) {
+		served = append(served, reg+" at "+hosts[reg])
+	}
+	r.summary.Set("conformance image mirror", fmt.Sprintf("%d images, %s, in %d machines", len(images), strings.Join(served, ", "), len(nodes)))
+	return m
+}
+
+// formatPulls lists the images pulled from the mirror, with how often.
+func formatPulls(pulls map[string]int) string {
+	var out []string
+	for _, ref := range slices.Sorted(maps.Keys(pulls)) {
+		out = append(out, fmt.Sprintf("%s (%d)", ref, pulls[ref]))
+	}
+	return strings.Join(out, ", ")
 }
 
 // rel returns path relative to base when it is inside it.

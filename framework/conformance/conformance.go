@@ -50,6 +50,10 @@ type Engine interface {
 
 var _ Engine = runtime.Runtime(nil)
 
+// DefaultNetwork is the engine network CAPD puts machines and load
+// balancers on, and the run's container joins by default.
+const DefaultNetwork = "kind"
+
 // Paths inside the container, upstream's.
 const (
 	ginkgoPath     = "/usr/local/bin/ginkgo"
@@ -74,7 +78,8 @@ type RunInput struct {
 	// Kubeconfig is the workload cluster's kubeconfig; its server must be
 	// reachable from Network. Required.
 	Kubeconfig []byte
-	// Network is the engine network the container joins. If unset, "kind",
+	// Network is the engine network the container joins. If unset,
+	// DefaultNetwork,
 	// where CAPD puts the cluster's load balancer.
 	Network string
 	// ArtifactsDir receives the output (LogFile), e2e.test's JUnit and
@@ -212,7 +217,7 @@ func Run(ctx context.Context, in RunInput) (_ Result, err error) {
 
 	network := in.Network
 	if network == "" {
-		network = "kind"
+		network = DefaultNetwork
 	}
 	name := "capd-e2e-conformance-" + in.ClusterName + "-" + runtime.NewRunID()[:6]
 	spec := runtime.ContainerSpec{

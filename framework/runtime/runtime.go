@@ -226,6 +226,9 @@ type ContainerState struct {
 type NetworkEndpoint struct {
 	IPv4 string
 	IPv6 string
+	// GatewayIPv4 is the network's IPv4 gateway as the container sees
+	// it: on a bridge network, the engine host's address on it.
+	GatewayIPv4 string
 }
 
 // PortBinding maps a container port to a host address.

@@ -97,7 +97,7 @@ func (r *Runtime) InspectContainer(ctx context.Context, nameOrID string) (runtim
 	if ns := c.NetworkSettings; ns != nil {
 		for name, ep := range ns.Networks {
 			if ep != nil {
-				d.Networks[name] = runtime.NetworkEndpoint{IPv4: addr(ep.IPAddress), IPv6: addr(ep.GlobalIPv6Address)}
+				d.Networks[name] = runtime.NetworkEndpoint{IPv4: addr(ep.IPAddress), IPv6: addr(ep.GlobalIPv6Address), GatewayIPv4: addr(ep.Gateway)}
 			}
 		}
 		for port, bindings := range ns.Ports {

@@ -145,8 +145,8 @@ func TestIntegrationInspectLogsKill(t *testing.T) {
 		t.Errorf("want one network, got %+v", d.Networks)
 	}
 	for name, ep := range d.Networks {
-		if ep.IPv4 == "" {
-			t.Errorf("no IPv4 on network %s: %+v", name, d.Networks)
+		if ep.IPv4 == "" || ep.GatewayIPv4 == "" || ep.GatewayIPv4 == ep.IPv4 {
+			t.Errorf("want an IPv4 and another gateway on network %s: %+v", name, d.Networks)
 		}
 	}
 	if len(d.Raw) == 0 || !bytes.Contains(d.Raw, []byte(d.ID)) {
