@@ -42,6 +42,11 @@ type specFacts struct {
 	// cleanup beyond cleanup.go: timeouts_test.go finds the waits the code
 	// makes there (every spec also runs create.go and waits.go).
 	files, cleanupFiles []string
+	// upstream is the file of sigs.k8s.io/cluster-api/test that holds the
+	// spec, when the spec is upstream's called as it is (upstream.go):
+	// timeouts_test.go finds its waits there, and its cleanup's, instead
+	// of in files.
+	upstream string
 }
 
 // defaultCleanupWaits are the waits of a spec's cleanup (cleanup.go):

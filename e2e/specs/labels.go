@@ -24,6 +24,8 @@ package specs
 //	K8SConformanceSpec       Conformance, K8s-Install, slow
 //	ClusterUpgradeConformanceSpec K8s-Upgrade, Conformance,  ClusterClass
 //	                         k8s-upgrade-and-conformance, slow
+//	MachineDeploymentScaleSpec md-scale
+//	ClusterDeletionSpec      cluster-deletion                ClusterClass
 //
 // capd-e2e's own suite (e2e/) puts PR-Blocking and ClusterClass on the
 // quick-start with the topology flavor, as upstream's PR gate does.
@@ -77,6 +79,12 @@ const (
 	LabelK8sInstall = "K8s-Install"
 	// LabelUpgradeConformance marks the upgrade followed by conformance.
 	LabelUpgradeConformance = "k8s-upgrade-and-conformance"
+	// LabelMDScale marks the spec that scales a MachineDeployment up and
+	// down (upstream's md-scale, which upstream does not label).
+	LabelMDScale = "md-scale"
+	// LabelClusterDeletion marks the spec that checks the order in which
+	// a Cluster's objects are deleted (upstream's cluster-deletion).
+	LabelClusterDeletion = "cluster-deletion"
 	// LabelSlow marks specs that take more than about 20 minutes on a CI
 	// machine.
 	LabelSlow = "slow"

@@ -2,6 +2,8 @@ package specs
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -45,6 +47,38 @@ func scan(t *testing.T, files ...string) (waits, vars []string) {
 	return waits, vars
 }
 
+// upstreamWait matches a wait in upstream's specs and helpers: an
+// interval looked up by spec name, GetIntervals(specName, "<key>") or
+// intervalsGetter(specName, "<key>").
+var upstreamWait = regexp.MustCompile(`(?:GetIntervals|intervalsGetter)\(specName, "([a-z-]+)"\)`)
+
+// scanUpstream returns the interval keys of every wait in an upstream file.
+func scanUpstream(t *testing.T, file string) (waits, vars []string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range upstreamWait.FindAllStringSubmatch(string(data), -1) {
+		waits = append(waits, m[1])
+	}
+	if len(waits) == 0 {
+		t.Fatalf("%s: no wait found: is it still an upstream spec?", file)
+	}
+	return waits, nil
+}
+
+// upstreamFile is rel in the sigs.k8s.io/cluster-api/test module this
+// module builds with.
+func upstreamFile(t *testing.T, rel string) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/cluster-api/test").Output()
+	if err != nil {
+		t.Fatalf("go list -m sigs.k8s.io/cluster-api/test: %v", err)
+	}
+	return filepath.Join(strings.TrimSpace(string(out)), filepath.FromSlash(rel))
+}
+
 func count(keys []string) map[string]int {
 	m := map[string]int{}
 	for _, k := range keys {
@@ -77,6 +111,14 @@ func TestWaitsListWhatTheCodeWaitsFor(t *testing.T) {
 		spec, files := f.name, f.files
 		own, vars := scan(t, files...)
 		code := slices.Concat(creation, own)
+		cleanupFiles := append([]string{"cleanup.go"}, f.cleanupFiles...)
+		if f.upstream != "" {
+			// Upstream's spec: its waits are in its file, its cleanup's
+			// in upstream's DumpSpecResourcesAndCleanup.
+			files = []string{upstreamFile(t, f.upstream)}
+			code, _ = scanUpstream(t, files[0])
+			cleanupFiles = []string{upstreamFile(t, "framework/spec_helpers.go")}
+		}
 		listed := count(f.waits)
 		for k, n := range count(code) {
 			if listed[k] < n {
@@ -96,7 +138,10 @@ func TestWaitsListWhatTheCodeWaitsFor(t *testing.T) {
 		}
 		t.Logf("%s: default timeout %s (the waits in its code: %s)", spec, def, sum)
 
-		cleanupCode, _ := scan(t, append([]string{"cleanup.go"}, f.cleanupFiles...)...)
+		cleanupCode, _ := scan(t, cleanupFiles...)
+		if f.upstream != "" {
+			cleanupCode, _ = scanUpstream(t, cleanupFiles[0])
+		}
 		cleanupSum, err := sumWaits(e2e, spec, cleanupCode)
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,98 @@
+package specs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"sigs.k8s.io/cluster-api/test/framework"
+	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
+
+	"github.com/capd-e2e/capd-e2e/framework/leak"
+)
+
+// Some of the specs here are Cluster API's own (sigs.k8s.io/cluster-api/
+// test/e2e), called as they are where capd-e2e adds nothing to what they
+// check: docs/providers.md says which. They run in capd-e2e's
+// environment: upstream's view of our config, our management cluster and
+// its proxy (whose log collector is ours), our templates in our clusterctl
+// repository, our artifacts layout (upstream's), and, through the control
+// plane waiters every upstream spec accepts (upstreamWaiters), our
+// cloud-controller-manager, our cluster tracking and our leak check.
+
+// upstreamWaiters returns control plane waiters for an upstream spec that
+// do upstream's default waits and, first, what capd-e2e does for each
+// workload cluster it creates: record the cluster (Tracker), install its
+// cloud-controller-manager (the templates run kubelet with
+// --cloud-provider=external when the config says so, and no Node is
+// initialised without it), and register a cleanup, run after upstream's
+// (which deletes the cluster), that uninstalls the manager and fails the
+// spec when anything of the cluster is left in the engine, removing it.
+func upstreamWaiters(in CommonInput) clusterctl.ControlPlaneWaiters {
+	return clusterctl.ControlPlaneWaiters{
+		WaitForControlPlaneInitialized: func(ctx context.Context, ain clusterctl.ApplyCustomClusterTemplateAndWaitInput, res *clusterctl.ApplyCustomClusterTemplateAndWaitResult) {
+			cluster, namespace := ain.ClusterName, ain.Namespace
+			if in.Tracker != nil {
+				Expect(in.Tracker.Track(ctx, cluster)).To(Succeed(), "track cluster %s", cluster)
+			}
+			DeferCleanup(func(ctx SpecContext) { upstreamCleanup(ctx, in, cluster) }, NodeTimeout(cleanupAllowance))
+			if in.CloudControllerManager != nil {
+				By("install the cloud controller manager of " + cluster)
+				Expect(in.CloudControllerManager.Install(ctx, ain.ClusterProxy.GetClient(), namespace, cluster)).To(Succeed(), "install the cloud controller manager of %s", cluster)
+			}
+			defaultControlPlaneWaiters().WaitForControlPlaneInitialized(ctx, ain, res)
+		},
+		WaitForControlPlaneMachinesReady: func(ctx context.Context, ain clusterctl.ApplyCustomClusterTemplateAndWaitInput, res *clusterctl.ApplyCustomClusterTemplateAndWaitResult) {
+			defaultControlPlaneWaiters().WaitForControlPlaneMachinesReady(ctx, ain, res)
+		},
+	}
+}
+
+// defaultControlPlaneWaiters are upstream's own, which
+// ApplyCustomClusterTemplateAndWait uses when it is given none: the
+// KubeadmControlPlane initialised, then it and its Machines ready.
+func defaultControlPlaneWaiters() clusterctl.ControlPlaneWaiters {
+	return clusterctl.ControlPlaneWaiters{
+		WaitForControlPlaneInitialized: func(ctx context.Context, in clusterctl.ApplyCustomClusterTemplateAndWaitInput, res *clusterctl.ApplyCustomClusterTemplateAndWaitResult) {
+			res.ControlPlane = framework.DiscoveryAndWaitForControlPlaneInitialized(ctx, framework.DiscoveryAndWaitForControlPlaneInitializedInput{
+				Lister: in.ClusterProxy.GetClient(), Cluster: res.Cluster,
+			}, in.WaitForControlPlaneIntervals...)
+		},
+		WaitForControlPlaneMachinesReady: func(ctx context.Context, in clusterctl.ApplyCustomClusterTemplateAndWaitInput, res *clusterctl.ApplyCustomClusterTemplateAndWaitResult) {
+			framework.WaitForControlPlaneAndMachinesReady(ctx, framework.WaitForControlPlaneAndMachinesReadyInput{
+				GetLister: in.ClusterProxy.GetClient(), Cluster: res.Cluster, ControlPlane: res.ControlPlane,
+			}, in.WaitForControlPlaneIntervals...)
+		},
+	}
+}
+
+// upstreamCleanup runs after an upstream spec's own cleanup deleted its
+// cluster (unless SkipCleanup): the cloud-controller-manager's load
+// balancers removed, then the leak check of the cluster.
+func upstreamCleanup(ctx context.Context, in CommonInput, cluster string) {
+	if in.SkipCleanup {
+		return
+	}
+	By("cleanup: the load balancers and the leak check of " + cluster)
+	var errs []error
+	if in.CloudControllerManager != nil {
+		if removed, err := in.CloudControllerManager.Uninstall(ctx, cluster); err != nil {
+			errs = append(errs, fmt.Errorf("uninstall the cloud controller manager of %s: %w", cluster, err))
+		} else if len(removed) > 0 {
+			fmt.Fprintf(GinkgoWriter, "removed the load balancers of %s: %v\n", cluster, removed)
+		}
+	}
+	rep, err := leak.Check(ctx, in.Runtime, leak.Selector{Cluster: cluster})
+	if err != nil {
+		errs = append(errs, err)
+	} else if !rep.Empty() {
+		if rerr := leak.Remove(ctx, in.Runtime, rep); rerr != nil {
+			fmt.Fprintf(GinkgoWriter, "removing leftovers of %s: %v\n", cluster, rerr)
+		}
+		errs = append(errs, fmt.Errorf("cluster %s: the deletion left objects behind (now removed): %w", cluster, rep.Err()))
+	}
+	Expect(errors.Join(errs...)).ToNot(HaveOccurred())
+}
