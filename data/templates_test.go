@@ -140,7 +140,7 @@ var flavors = []flavor{
 		name: "topology", file: "cluster-template-topology.yaml", topology: true,
 		kinds: map[string]int{
 			"Cluster": 1, "ClusterClass": 1, "DevClusterTemplate": 1, "KubeadmControlPlaneTemplate": 1,
-			"DevMachineTemplate": 2, "DevMachinePoolTemplate": 1, "KubeadmConfigTemplate": 1,
+			"DevMachineTemplate": 2, "DevMachinePoolTemplate": 1, "KubeadmConfigTemplate": 2,
 			"ConfigMap": 1, "ClusterResourceSet": 1,
 		},
 	},
@@ -148,7 +148,7 @@ var flavors = []flavor{
 		name: "topology-self-hosted", file: "cluster-template-topology-self-hosted.yaml", topology: true,
 		kinds: map[string]int{
 			"Cluster": 1, "ClusterClass": 1, "DevClusterTemplate": 1, "KubeadmControlPlaneTemplate": 1,
-			"DevMachineTemplate": 2, "DevMachinePoolTemplate": 1, "KubeadmConfigTemplate": 1,
+			"DevMachineTemplate": 2, "DevMachinePoolTemplate": 1, "KubeadmConfigTemplate": 2,
 			"ConfigMap": 1, "ClusterResourceSet": 1,
 		},
 		variables: map[string]string{"DOCKER_PRELOAD_IMAGES": `["registry.k8s.io/cluster-api/capd-manager:v1.14.2"]`},
