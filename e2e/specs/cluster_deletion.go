@@ -19,7 +19,9 @@ var specClusterDeletion = declare(specFacts{
 	variables: []string{varKubernetesVersion},
 	// Upstream's: the cluster, its control plane, its workers; the
 	// cluster gone, twice (the Cluster's deletion, then its absence).
-	waits:    []string{"wait-cluster", "wait-control-plane", "wait-worker-nodes", "wait-delete-cluster", "wait-delete-cluster"},
+	waits: []string{"wait-cluster", "wait-control-plane", "wait-worker-nodes", "wait-delete-cluster", "wait-delete-cluster",
+		// upstreamWaiters': the MachinePools.
+		"wait-machine-pool-nodes"},
 	files:    []string{"cluster_deletion.go", "upstream.go"},
 	upstream: "e2e/cluster_deletion.go",
 })
@@ -92,7 +94,7 @@ func ClusterDeletionSpec(inputGetter func() ClusterDeletionSpecInput) {
 				Flavor:                   ptr.To(deref(in.Flavor, "topology")),
 				ControlPlaneMachineCount: ptr.To(deref(in.ControlPlaneMachineCount, 3)),
 				WorkerMachineCount:       ptr.To(deref(in.WorkerMachineCount, 1)),
-				ControlPlaneWaiters:      upstreamWaiters(in.CommonInput),
+				ControlPlaneWaiters:      upstreamWaiters(in.CommonInput, specClusterDeletion),
 				PostNamespaceCreated:     in.PostNamespaceCreated,
 				ClusterDeletionPhases:    phases,
 			}

@@ -26,6 +26,7 @@ package specs
 //	                         k8s-upgrade-and-conformance, slow
 //	MachineDeploymentScaleSpec md-scale
 //	ClusterDeletionSpec      cluster-deletion                ClusterClass
+//	ClusterClassChangesSpec  clusterclass-changes            ClusterClass
 //
 // capd-e2e's own suite (e2e/) puts PR-Blocking and ClusterClass on the
 // quick-start with the topology flavor, as upstream's PR gate does.
@@ -85,6 +86,10 @@ const (
 	// LabelClusterDeletion marks the spec that checks the order in which
 	// a Cluster's objects are deleted (upstream's cluster-deletion).
 	LabelClusterDeletion = "cluster-deletion"
+	// LabelClusterClassChanges marks the spec that rebases a Cluster to
+	// other ClusterClasses and rolls out changes of its class's templates
+	// (upstream's clusterclass-changes).
+	LabelClusterClassChanges = "clusterclass-changes"
 	// LabelSlow marks specs that take more than about 20 minutes on a CI
 	// machine.
 	LabelSlow = "slow"

@@ -15,7 +15,9 @@ var specMDScale = declare(specFacts{
 	variables: []string{varKubernetesVersion},
 	// Upstream's: the cluster, its control plane, its workers; scaled to
 	// 3, to 1; the MachineDeployment deleted.
-	waits:    []string{"wait-cluster", "wait-control-plane", "wait-worker-nodes", "wait-worker-nodes", "wait-worker-nodes", "wait-worker-nodes"},
+	waits: []string{"wait-cluster", "wait-control-plane", "wait-worker-nodes", "wait-worker-nodes", "wait-worker-nodes", "wait-worker-nodes",
+		// upstreamWaiters': the MachinePools, if any.
+		"wait-machine-pool-nodes"},
 	files:    []string{"md_scale.go", "upstream.go"},
 	upstream: "e2e/md_scale.go",
 })
@@ -49,7 +51,7 @@ func MachineDeploymentScaleSpec(inputGetter func() MachineDeploymentScaleSpecInp
 				BootstrapClusterProxy:  in.BootstrapClusterProxy,
 				ArtifactFolder:         in.ArtifactFolder,
 				SkipCleanup:            in.SkipCleanup,
-				ControlPlaneWaiters:    upstreamWaiters(in.CommonInput),
+				ControlPlaneWaiters:    upstreamWaiters(in.CommonInput, specMDScale),
 				Flavor:                 in.Flavor,
 				InfrastructureProvider: in.InfrastructureProvider,
 				PostNamespaceCreated:   in.PostNamespaceCreated,

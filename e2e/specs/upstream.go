@@ -31,7 +31,17 @@ import (
 // initialised without it), and register a cleanup, run after upstream's
 // (which deletes the cluster), that uninstalls the manager and fails the
 // spec when anything of the cluster is left in the engine, removing it.
-func upstreamWaiters(in CommonInput) clusterctl.ControlPlaneWaiters {
+//
+// The second waiter, once the control plane is ready, also waits for the
+// cluster's MachinePools at the spec's wait-machine-pool-nodes interval.
+// Upstream's ClusterClassChangesSpec creates its cluster without an
+// interval for them (v1.14.2, clusterclass_changes.go: no
+// WaitForMachinePools), so it waits for a MachinePool's Nodes for
+// Gomega's default second and fails on any cluster that has one (its
+// own suite's flavor has none). After this wait, upstream's finds them
+// there. For a cluster without MachinePools, or a spec that gives the
+// interval, it changes nothing.
+func upstreamWaiters(in CommonInput, spec string) clusterctl.ControlPlaneWaiters {
 	return clusterctl.ControlPlaneWaiters{
 		WaitForControlPlaneInitialized: func(ctx context.Context, ain clusterctl.ApplyCustomClusterTemplateAndWaitInput, res *clusterctl.ApplyCustomClusterTemplateAndWaitResult) {
 			cluster, namespace := ain.ClusterName, ain.Namespace
@@ -47,6 +57,9 @@ func upstreamWaiters(in CommonInput) clusterctl.ControlPlaneWaiters {
 		},
 		WaitForControlPlaneMachinesReady: func(ctx context.Context, ain clusterctl.ApplyCustomClusterTemplateAndWaitInput, res *clusterctl.ApplyCustomClusterTemplateAndWaitResult) {
 			defaultControlPlaneWaiters().WaitForControlPlaneMachinesReady(ctx, ain, res)
+			framework.DiscoveryAndWaitForMachinePools(ctx, framework.DiscoveryAndWaitForMachinePoolsInput{
+				Getter: ain.ClusterProxy.GetClient(), Lister: ain.ClusterProxy.GetClient(), Cluster: res.Cluster,
+			}, in.E2EConfig.GetIntervals(spec, "wait-machine-pool-nodes")...)
 		},
 	}
 }
