@@ -280,17 +280,25 @@ func (r *run) finalCleanup(ctx SpecContext) {
 		})
 	}
 	r.step("cleanup: leak check", func() {
-		rep, err := leak.Check(ctx, r.in.Runtime, leak.Selector{Cluster: r.clusterName})
-		Expect(err).ToNot(HaveOccurred())
-		if !rep.Empty() {
-			// Removed so that one leak does not cascade into the next
-			// specs; the spec still fails, naming what was left.
-			if rerr := leak.Remove(ctx, r.in.Runtime, rep); rerr != nil {
-				fmt.Fprintf(GinkgoWriter, "removing leftovers: %v\n", rerr)
-			}
-		}
-		Expect(rep.Err()).ToNot(HaveOccurred(), "the cluster's deletion left objects behind (now removed)")
+		Expect(checkLeaks(ctx, r.in.Runtime, r.clusterName)).To(Succeed())
 	})
+}
+
+// checkLeaks returns an error naming what cluster left in the engine once
+// deleted, after removing it, so that one leak does not cascade into the
+// next specs: the spec still fails, naming what was left.
+func checkLeaks(ctx context.Context, rt Engine, cluster string) error {
+	rep, err := leak.Check(ctx, rt, leak.Selector{Cluster: cluster})
+	if err != nil {
+		return err
+	}
+	if rep.Empty() {
+		return nil
+	}
+	if rerr := leak.Remove(ctx, rt, rep); rerr != nil {
+		fmt.Fprintf(GinkgoWriter, "removing leftovers of %s: %v\n", cluster, rerr)
+	}
+	return fmt.Errorf("the deletion of cluster %s left objects behind (now removed): %w", cluster, rep.Err())
 }
 
 // writeSummary records the spec's failure, if any, and writes the summary

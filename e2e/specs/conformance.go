@@ -147,7 +147,7 @@ func (r *run) mirrorTestImages(ctx context.Context, version string) *mirror.Mirr
 	Expect(err).ToNot(HaveOccurred(), "%s: list the machines of %s", r.spec, r.clusterName)
 	var nodes []string
 	for _, c := range list {
-		if c.Labels[runtime.LabelRole] != "external-load-balancer" {
+		if c.Labels[runtime.LabelRole] != runtime.RoleExternalLoadBalancer {
 			nodes = append(nodes, c.Name)
 		}
 	}
@@ -158,7 +158,7 @@ func (r *run) mirrorTestImages(ctx context.Context, version string) *mirror.Mirr
 	Expect(gateway).ToNot(BeEmpty(), "%s: machine %s has no IPv4 gateway on network %s: %+v", r.spec, nodes[0], conformance.DefaultNetwork, d.Networks)
 	m, err := mirror.Start(ctx, mirror.Input{Runtime: engine, Images: images, Address: gateway})
 	Expect(err).ToNot(HaveOccurred(), "%s: serve the conformance test images to the nodes", r.spec)
-	if err := m.Configure(ctx, engine, nodes...); err != nil {
+	if err := m.Configure(ctx, nodes...); err != nil {
 		_ = m.Close()
 		Expect(err).ToNot(HaveOccurred(), "%s: name the image mirror in the nodes", r.spec)
 	}

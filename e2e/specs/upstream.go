@@ -10,8 +10,6 @@ import (
 
 	"sigs.k8s.io/cluster-api/test/framework"
 	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
-
-	"github.com/capd-e2e/capd-e2e/framework/leak"
 )
 
 // Some of the specs here are Cluster API's own (sigs.k8s.io/cluster-api/
@@ -98,14 +96,6 @@ func upstreamCleanup(ctx context.Context, in CommonInput, cluster string) {
 			fmt.Fprintf(GinkgoWriter, "removed the load balancers of %s: %v\n", cluster, removed)
 		}
 	}
-	rep, err := leak.Check(ctx, in.Runtime, leak.Selector{Cluster: cluster})
-	if err != nil {
-		errs = append(errs, err)
-	} else if !rep.Empty() {
-		if rerr := leak.Remove(ctx, in.Runtime, rep); rerr != nil {
-			fmt.Fprintf(GinkgoWriter, "removing leftovers of %s: %v\n", cluster, rerr)
-		}
-		errs = append(errs, fmt.Errorf("cluster %s: the deletion left objects behind (now removed): %w", cluster, rep.Err()))
-	}
+	errs = append(errs, checkLeaks(ctx, in.Runtime, cluster))
 	Expect(errors.Join(errs...)).ToNot(HaveOccurred())
 }

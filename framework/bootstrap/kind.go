@@ -331,7 +331,7 @@ func Nodes(ctx context.Context, rt NodeLister, name string) ([]string, error) {
 	}
 	names := make([]string, 0, len(cs))
 	for _, c := range cs {
-		if c.Labels[runtime.LabelRole] != "external-load-balancer" {
+		if c.Labels[runtime.LabelRole] != runtime.RoleExternalLoadBalancer {
 			names = append(names, c.Name)
 		}
 	}

@@ -79,8 +79,7 @@ type RunInput struct {
 	// reachable from Network. Required.
 	Kubeconfig []byte
 	// Network is the engine network the container joins. If unset,
-	// DefaultNetwork,
-	// where CAPD puts the cluster's load balancer.
+	// DefaultNetwork, where CAPD puts the cluster's load balancer.
 	Network string
 	// ArtifactsDir receives the output (LogFile), e2e.test's JUnit and
 	// e2e-output/, and the kubeconfig under config/. Required; created.

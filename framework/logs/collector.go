@@ -244,7 +244,7 @@ func (c *Collector) CollectClusterExcept(ctx context.Context, cluster, dir strin
 		if seen != nil {
 			seen[ct.Name] = true
 		}
-		if ct.Labels[runtime.LabelRole] == "external-load-balancer" || ct.Name == LoadBalancerName(cluster) {
+		if ct.Labels[runtime.LabelRole] == runtime.RoleExternalLoadBalancer || ct.Name == LoadBalancerName(cluster) {
 			jobs = append(jobs, job{Target{ct.Name, filepath.Join(dir, "infrastructure", ct.Name)}, lbs})
 			continue
 		}

@@ -75,6 +75,7 @@ type Input struct {
 
 // Mirror is the running registries. Close stops them.
 type Mirror struct {
+	rt      Engine
 	hosts   map[string]*host // by upstream registry host
 	pending sync.WaitGroup
 }
@@ -95,7 +96,7 @@ func Start(ctx context.Context, in Input) (_ *Mirror, err error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Mirror{hosts: map[string]*host{}}
+	m := &Mirror{rt: in.Runtime, hosts: map[string]*host{}}
 	defer func() {
 		if err != nil {
 			_ = m.Close()
@@ -110,7 +111,7 @@ func Start(ctx context.Context, in Input) (_ *Mirror, err error) {
 			return nil, err
 		}
 	}
-	if err := m.load(ctx, in.Runtime, refs); err != nil {
+	if err := m.load(ctx, refs); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -198,12 +199,12 @@ func manifestPath(p string) (repo, ref string, ok bool) {
 
 // load saves refs from the engine in one archive and writes each image
 // into its host's registry, under its repository and tag.
-func (m *Mirror) load(ctx context.Context, rt Engine, refs []name.Tag) error {
+func (m *Mirror) load(ctx context.Context, refs []name.Tag) error {
 	strs := make([]string, len(refs))
 	for i, r := range refs {
 		strs[i] = r.String()
 	}
-	rc, err := rt.SaveImages(ctx, strs...)
+	rc, err := m.rt.SaveImages(ctx, strs...)
 	if err != nil {
 		return fmt.Errorf("mirror: save %s from the engine: %w", strings.Join(strs, ", "), err)
 	}
@@ -289,11 +290,12 @@ func HostDir(reg string) string {
 	return reg
 }
 
-// Configure names the mirror in each node: a hosts.toml per registry host
-// under ConfigDir, which containerd reads at the next pull. A node
+// Configure names the mirror in each node, a container of the engine
+// Start was given: a hosts.toml per registry host under ConfigDir, which
+// containerd reads at the next pull. A node
 // whose containerd has another config_path ignores it; nodes made from
 // capd-e2e's node images do not.
-func (m *Mirror) Configure(ctx context.Context, rt Engine, nodes ...string) error {
+func (m *Mirror) Configure(ctx context.Context, nodes ...string) error {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	dir := path.Base(ConfigDir)
@@ -322,7 +324,7 @@ func (m *Mirror) Configure(ctx context.Context, rt Engine, nodes ...string) erro
 	}
 	var errs []error
 	for _, n := range nodes {
-		if err := rt.CopyTo(ctx, n, path.Dir(ConfigDir), bytes.NewReader(buf.Bytes())); err != nil {
+		if err := m.rt.CopyTo(ctx, n, path.Dir(ConfigDir), bytes.NewReader(buf.Bytes())); err != nil {
 			errs = append(errs, fmt.Errorf("mirror: name the mirror in node %s: %w", n, err))
 		}
 	}

@@ -76,7 +76,7 @@ func TestIntegrationMirror(t *testing.T) {
 	if _, err := runtime.Output(ctx, rt, node, "mkdir", "-p", "/etc/containerd"); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Configure(ctx, rt, node); err != nil {
+	if err := m.Configure(ctx, node); err != nil {
 		t.Fatal(err)
 	}
 	got, err := runtime.Output(ctx, rt, node, "cat", ConfigDir+"/registry.k8s.io/hosts.toml")

@@ -168,8 +168,9 @@ func TestStartRejects(t *testing.T) {
 	}
 }
 
-// TestStartFailureLeavesNothing: an image the engine lacks fails Start,
-// and the registry it had started is stopped.
+// TestStartFailureLeavesNothing: a closed mirror answers no more, and an
+// engine that cannot save the images fails Start with its error, naming
+// them (Start closes what it had started).
 func TestStartFailureLeavesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -197,12 +198,12 @@ func TestStartFailureLeavesNothing(t *testing.T) {
 }
 
 func TestConfigure(t *testing.T) {
-	m := &Mirror{hosts: map[string]*host{
+	e := &archiveEngine{}
+	m := &Mirror{rt: e, hosts: map[string]*host{
 		"registry.k8s.io": {url: "http://172.18.0.1:40001"},
 		"index.docker.io": {url: "http://172.18.0.1:40002"},
 	}}
-	e := &archiveEngine{}
-	if err := m.Configure(context.Background(), e, "cp-1", "md-1"); err != nil {
+	if err := m.Configure(context.Background(), "cp-1", "md-1"); err != nil {
 		t.Fatal(err)
 	}
 	if len(e.copied) != 2 {

@@ -18,6 +18,9 @@ const (
 	// LabelRole is the label CAPD and kind put on a node container
 	// ("control-plane", "worker", "external-load-balancer").
 	LabelRole = "io.x-k8s.kind.role"
+	// RoleExternalLoadBalancer is LabelRole's value on a cluster's load
+	// balancer container, the one container of a cluster that is no node.
+	RoleExternalLoadBalancer = "external-load-balancer"
 )
 
 // NewRunID returns a random run id: 12 hex characters.
