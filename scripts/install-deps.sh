@@ -4,6 +4,9 @@
 #   busybox-static  the test image's userland (framework/runtime/runtimetest)
 #   debootstrap     Debian root filesystems for the node images (make images)
 #   gcc, libc6-dev  the static pause binary (make images)
+#   libseccomp-dev, pkg-config
+#                   runc, built with seccomp and linked statically (make
+#                   images, containerRuntime.source modules)
 #   make, bzip2     BusyBox, for the conformance tests' busybox image (make
 #                   images; bzip2 for its unit test)
 # With --browser, also:
@@ -13,7 +16,7 @@
 #   kubernetes-client  kubectl, for make up, make iterate and docs/explore.md
 set -o errexit -o nounset -o pipefail
 
-pkgs=(busybox-static debootstrap gcc libc6-dev make bzip2)
+pkgs=(busybox-static debootstrap gcc libc6-dev libseccomp-dev pkg-config make bzip2)
 for arg in "$@"; do
   case $arg in
   --browser) pkgs+=(chromium) ;;

@@ -6,8 +6,10 @@
 // harness's machines need (see BaseFiles): containerd may not lower
 // oom_score_adj, and kubelet gets its cgroups in every writable cgroup v1
 // hierarchy. containerd, ctr, the runc shim, runc and the CNI plugins come
-// from the rootfs's Debian packages and are linked where kind expects them;
-// crictl is built from its module.
+// either from the rootfs's Debian packages, linked where kind expects them
+// (RuntimeFromDebian), or from their Go modules, built as kind's Dockerfile
+// builds them and put where it puts them (RuntimeFromModules); crictl is
+// built from its module.
 //
 // All container work goes through runtime.Runtime: the package must not run
 // the docker CLI, pull an image or copy kind's sources into the repository.
@@ -84,10 +86,10 @@ func (b *Builder) Build(ctx context.Context, step plan.Step) error {
 	if b.Runtime == nil || b.Go == nil {
 		return fail(errors.New("Builder.Runtime and Builder.Go are required"))
 	}
-	if src := step.Inputs[plan.InputRuntime]; src != "debian" {
-		// TODO: build containerd, runc and the CNI plugins from their
-		// modules (config containerRuntime.source "modules").
-		return fail(fmt.Errorf("container runtime source %q is not supported yet (only \"debian\")", src))
+	source := step.Inputs[plan.InputRuntime]
+	script, err := SetupScript(source)
+	if err != nil {
+		return fail(err)
 	}
 	from := step.Inputs[plan.InputFrom]
 	kindMod, kindVer, err := splitModule(step.Inputs[plan.InputKind])
@@ -123,6 +125,13 @@ func (b *Builder) Build(ctx context.Context, step plan.Step) error {
 		return fail(err)
 	}
 	files = append(files, oci.File{Path: "usr/local/bin/crictl", Mode: 0o755, Data: data})
+	if source == RuntimeFromModules {
+		rt, err := b.buildRuntime(ctx, step)
+		if err != nil {
+			return fail(err)
+		}
+		files = append(files, rt...)
+	}
 
 	b.logf("assembling %s on %s", step.Image, from)
 	rid := b.RunID
@@ -142,7 +151,7 @@ func (b *Builder) Build(ctx context.Context, step plan.Step) error {
 	if err := b.Runtime.CopyTo(ctx, c.ID, "/", layer); err != nil {
 		return fail(err)
 	}
-	out, err := c.Run(ctx, "bash", "-c", SetupScript)
+	out, err := c.Run(ctx, "bash", "-c", script)
 	b.logf("%s", out)
 	if err != nil {
 		return fail(err)
@@ -294,15 +303,120 @@ ExecStartPre=/` + CgroupV1ScriptPath + `
 // time and masks them.
 var FirstBootUnits = []string{"ldconfig.service", "systemd-journal-catalog-update.service", "systemd-update-done.service"}
 
-// SetupScript runs in the helper container after the files are copied in:
-// the RUN steps of kind's images/base Dockerfile (prune systemd's default
-// units, enable kubelet, containerd and undo-mount-hacks, create
-// /etc/kubernetes/manifests), the first-boot work of FirstBootUnits, then
-// links Debian's containerd, ctr, shim, runc and CNI plugins where kind's
-// units and containerd config expect them, writes
-// /etc/containerd/cri-base.json with `ctr oci spec` and kind's hook, and
-// checks every tool runs.
-var SetupScript = `set -o errexit -o nounset -o pipefail
+// Sources of containerd, runc and the CNI plugins (plan.InputRuntime, the
+// config's build.containerRuntime.source).
+const (
+	// RuntimeFromDebian links them from the rootfs's Debian packages
+	// (containerd, runc, containernetworking-plugins).
+	RuntimeFromDebian = "debian"
+	// RuntimeFromModules builds them from their modules
+	// (plan.InputContainerd, plan.InputRunc, plan.InputCNIPlugins).
+	RuntimeFromModules = "modules"
+)
+
+// CNIPlugins are the CNI plugins the base image holds in /opt/cni/bin:
+// kind's four (kindnet's) and bridge, which kube-router's CNI
+// configuration uses.
+var CNIPlugins = []string{"plugins/ipam/host-local", "plugins/main/loopback", "plugins/main/ptp", "plugins/meta/portmap", "plugins/main/bridge"}
+
+// buildRuntime builds containerd, ctr, the runc shim, runc and CNIPlugins
+// from the modules of step.Inputs and returns them as files at the paths
+// kind's Dockerfile gives them.
+//
+// As kind builds them, except for the linking: containerd with the tags
+// that drop the snapshotters a node never selects, and without cgo (the
+// shim is built so by containerd's own Makefile; the daemon loses nothing
+// it uses here); runc with seccomp (cgo, libseccomp), linked statically as
+// runc's `make static` does, so it does not depend on the libseccomp of
+// the host it was built on; the plugins without cgo.
+func (b *Builder) buildRuntime(ctx context.Context, step plan.Step) ([]oci.File, error) {
+	arch := step.Inputs[plan.InputArch]
+	ctrdMod, ctrdVer, err := splitModule(step.Inputs[plan.InputContainerd])
+	if err != nil {
+		return nil, fmt.Errorf("containerd: %w", err)
+	}
+	runcMod, runcVer, err := splitModule(step.Inputs[plan.InputRunc])
+	if err != nil {
+		return nil, fmt.Errorf("runc: %w", err)
+	}
+	cniMod, cniVer, err := splitModule(step.Inputs[plan.InputCNIPlugins])
+	if err != nil {
+		return nil, fmt.Errorf("CNI plugins: %w", err)
+	}
+	var cniPkgs []string
+	for _, p := range CNIPlugins {
+		cniPkgs = append(cniPkgs, cniMod+"/"+p)
+	}
+	builds := []struct {
+		target gobuild.Target
+		dir    string
+	}{
+		{gobuild.Target{
+			Modules:  []module.Version{{Path: ctrdMod, Version: ctrdVer}},
+			Packages: []string{ctrdMod + "/cmd/containerd", ctrdMod + "/cmd/ctr", ctrdMod + "/cmd/containerd-shim-runc-v2"},
+			Tags:     []string{"no_aufs", "no_zfs", "no_btrfs", "no_devmapper", "urfave_cli_no_docs"},
+			LDFlags: gobuild.LDFlagsX(
+				gobuild.Setting{Package: ctrdMod + "/version", Name: "Version", Value: ctrdVer},
+				gobuild.Setting{Package: ctrdMod + "/version", Name: "Package", Value: "github.com/containerd/containerd/v2"},
+			),
+			GOARCH: arch,
+		}, "usr/local/bin"},
+		{gobuild.Target{
+			Modules:  []module.Version{{Path: runcMod, Version: runcVer}},
+			Packages: []string{runcMod},
+			CGO:      true,
+			Tags:     []string{"seccomp", "urfave_cli_no_docs", "netgo", "osusergo"},
+			LDFlags:  []string{"-extldflags", "-static"},
+			GOARCH:   arch,
+		}, "usr/local/sbin"},
+		{gobuild.Target{
+			Modules:  []module.Version{{Path: cniMod, Version: cniVer}},
+			Packages: cniPkgs,
+			LDFlags:  gobuild.LDFlagsX(gobuild.Setting{Package: cniMod + "/pkg/utils/buildversion", Name: "BuildVersion", Value: cniVer}),
+			GOARCH:   arch,
+		}, "opt/cni/bin"},
+	}
+	var files []oci.File
+	for _, bd := range builds {
+		b.logf("building %s", bd.target)
+		res, err := b.Go.Build(ctx, bd.target)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range slices.Sorted(maps.Keys(res.Binaries)) {
+			data, err := os.ReadFile(res.Binaries[name])
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, oci.File{Path: bd.dir + "/" + name, Mode: 0o755, Data: data})
+		}
+	}
+	return files, nil
+}
+
+// SetupScript returns the script that runs in the helper container after
+// the files are copied in: the RUN steps of kind's images/base Dockerfile
+// (prune systemd's default units, enable kubelet, containerd and
+// undo-mount-hacks, create /etc/kubernetes/manifests), the first-boot work
+// of FirstBootUnits, then, for RuntimeFromDebian, links Debian's
+// containerd, ctr, shim, runc and CNI plugins where kind's units and
+// containerd config expect them (RuntimeFromModules copied them there),
+// writes /etc/containerd/cri-base.json with `ctr oci spec` and kind's hook,
+// and checks every tool runs. An unknown source is an error.
+func SetupScript(source string) (string, error) {
+	var runtimeScript string
+	switch source {
+	case RuntimeFromDebian:
+		runtimeScript = linkDebianRuntime
+	case RuntimeFromModules:
+		runtimeScript = checkModulesRuntime
+	default:
+		return "", fmt.Errorf("container runtime source %q is not %q or %q", source, RuntimeFromDebian, RuntimeFromModules)
+	}
+	return setupSystemd + runtimeScript + setupCRI, nil
+}
+
+var setupSystemd = `set -o errexit -o nounset -o pipefail
 chmod 755 /kind /kind/bin
 find /lib/systemd/system/sysinit.target.wants/ -name systemd-tmpfiles-setup.service -delete
 rm -f /lib/systemd/system/multi-user.target.wants/* /etc/systemd/system/*.wants/* \
@@ -316,8 +430,9 @@ ldconfig
 journalctl --update-catalog
 systemctl mask ` + strings.Join(FirstBootUnits, " ") + `
 mkdir -p /etc/kubernetes/manifests /usr/local/sbin /opt/cni/bin
+`
 
-for b in containerd ctr containerd-shim-runc-v2; do
+const linkDebianRuntime = `for b in containerd ctr containerd-shim-runc-v2; do
   test -x /usr/bin/$b || { echo "missing /usr/bin/$b: is the containerd package in the rootfs?" >&2; exit 1; }
   ln -sf /usr/bin/$b /usr/local/bin/$b
 done
@@ -326,7 +441,19 @@ ln -sf /usr/sbin/runc /usr/local/sbin/runc
 ls /usr/lib/cni/bridge /usr/lib/cni/host-local /usr/lib/cni/loopback /usr/lib/cni/portmap /usr/lib/cni/ptp >/dev/null \
   || { echo "missing CNI plugins: is containernetworking-plugins in the rootfs?" >&2; exit 1; }
 for p in /usr/lib/cni/*; do ln -sf "$p" /opt/cni/bin/; done
+`
 
+const checkModulesRuntime = `for b in /usr/local/bin/containerd /usr/local/bin/ctr /usr/local/bin/containerd-shim-runc-v2 /usr/local/sbin/runc \
+  /opt/cni/bin/bridge /opt/cni/bin/host-local /opt/cni/bin/loopback /opt/cni/bin/portmap /opt/cni/bin/ptp; do
+  test -x $b || { echo "missing $b, built from its module" >&2; exit 1; }
+done
+if [ -e /usr/bin/containerd ] || [ -e /usr/sbin/runc ]; then
+  echo "the rootfs has Debian's containerd or runc: with containerRuntime.source modules, leave them out of its packages" >&2
+  exit 1
+fi
+`
+
+const setupCRI = `
 ctr oci spec \
   | jq '.hooks.createContainer[.hooks.createContainer | length] |= . + {"path": "/kind/bin/mount-product-files.sh"}' \
   | jq 'del(.process.rlimits)' > /etc/containerd/cri-base.json

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/capd-e2e/capd-e2e/factory/plan"
 )
 
 const criConfig = `# explicitly use v2 config format
@@ -139,5 +141,57 @@ func TestAddTOMLTable(t *testing.T) {
 func TestBaseFilesNotKind(t *testing.T) {
 	if _, err := BaseFiles(t.TempDir()); err == nil {
 		t.Error("an empty directory was taken for kind's files")
+	}
+}
+
+func TestSetupScript(t *testing.T) {
+	debian, err := SetupScript(RuntimeFromDebian)
+	if err != nil {
+		t.Fatal(err)
+	}
+	modules, err := SetupScript(RuntimeFromModules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]string{"debian": debian, "modules": modules} {
+		for _, want := range []string{"systemctl enable kubelet.service containerd.service", "ctr oci spec", "runc --version", "systemctl mask ldconfig.service"} {
+			if !strings.Contains(s, want) {
+				t.Errorf("%s script lacks %q", name, want)
+			}
+		}
+	}
+	if !strings.Contains(debian, "ln -sf /usr/sbin/runc /usr/local/sbin/runc") {
+		t.Error("the debian script does not link Debian's runc")
+	}
+	if strings.Contains(modules, "ln -sf /usr/") {
+		t.Error("the modules script links Debian's binaries over the built ones")
+	}
+	for _, p := range CNIPlugins {
+		if bin := "/opt/cni/bin/" + filepath.Base(p); !strings.Contains(modules, bin) {
+			t.Errorf("the modules script does not check %s", bin)
+		}
+	}
+	if _, err := SetupScript("nix"); err == nil || !strings.Contains(err.Error(), `"nix"`) {
+		t.Errorf("SetupScript(nix) = %v, want an error naming the source", err)
+	}
+}
+
+func TestBuildRuntimeBadInput(t *testing.T) {
+	b := &Builder{}
+	for _, tc := range []struct{ name, drop, want string }{
+		{"containerd", plan.InputContainerd, "containerd:"},
+		{"runc", plan.InputRunc, "runc:"},
+		{"plugins", plan.InputCNIPlugins, "CNI plugins:"},
+	} {
+		inputs := map[string]string{
+			"containerd":  "github.com/containerd/containerd/v2@v2.3.4",
+			"runc":        "github.com/opencontainers/runc@v1.4.3",
+			"cni-plugins": "github.com/containernetworking/plugins@v1.9.1",
+		}
+		inputs[tc.drop] = "github.com/x/y"
+		_, err := b.buildRuntime(t.Context(), plan.Step{Inputs: inputs})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "module@version") {
+			t.Errorf("%s: err = %v, want one naming %q and module@version", tc.name, err, tc.want)
+		}
 	}
 }

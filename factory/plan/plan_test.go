@@ -168,6 +168,33 @@ func TestHashIsStable(t *testing.T) {
 	}
 }
 
+// With the debian runtime the module versions are unused: bumping them
+// must rebuild nothing.
+func TestDecideDebianRuntimeIgnoresModuleVersions(t *testing.T) {
+	debian := func() *config.Config {
+		c := loadConfig(t)
+		c.Build.ContainerRuntime.Source = config.RuntimeFromDebian
+		node := &c.Build.Debian.Rootfs[0]
+		node.Packages = append(node.Packages, "containerd", "runc", "containernetworking-plugins")
+		if err := c.Validate(); err != nil {
+			t.Fatalf("the debian runtime config is invalid: %v", err)
+		}
+		return c
+	}
+	engine := engineWith(newPlan(t, debian(), testOpts))
+	c := debian()
+	c.Build.ContainerRuntime.Containerd.Version = "v2.3.5"
+	c.Build.ContainerRuntime.Runc.Version = "v1.4.4"
+	if got := toBuild(t, newPlan(t, c, testOpts), engine); len(got) != 0 {
+		t.Errorf("unused runtime module versions rebuild %v", got)
+	}
+	c.Build.ContainerRuntime.Source = config.RuntimeFromModules
+	c.Build.Debian.Rootfs[0].Packages = c.Build.Debian.Rootfs[0].Packages[:len(c.Build.Debian.Rootfs[0].Packages)-3]
+	if got := toBuild(t, newPlan(t, c, testOpts), engine); !slices.Contains(got, "kind-base") {
+		t.Errorf("switching to the modules runtime rebuilds %v, want kind-base among them", got)
+	}
+}
+
 func TestDecide(t *testing.T) {
 	base := newPlan(t, loadConfig(t), testOpts)
 	engine := engineWith(base)
@@ -212,9 +239,9 @@ func TestDecide(t *testing.T) {
 				"node/v1.36.3", "node/v1.37.2", "rootfs/e2e-tools", "rootfs/haproxy", "rootfs/net", "rootfs/node"},
 		},
 		{
-			name:   "unused containerd version with the debian runtime",
+			name:   "containerd bump with the modules runtime",
 			change: func(c *config.Config) { c.Build.ContainerRuntime.Containerd.Version = "v2.3.5" },
-			want:   nil,
+			want:   []string{"kind-base", "node/v1.36.3", "node/v1.37.2"},
 		},
 		{
 			name:   "crictl",

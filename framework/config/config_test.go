@@ -44,7 +44,7 @@ func TestLoadRepoConfig(t *testing.T) {
 		"node image":          {c.Build.Kubernetes[0].NodeImage, "kindest/node:v1.36.3"},
 		"kubernetes version":  {c.Variables[VarKubernetesVersion], "v1.37.2"},
 		"upgrade to":          {c.Variables[VarKubernetesVersionUpgradeTo], "v1.37.2"},
-		"runtime source":      {c.Build.ContainerRuntime.Source, RuntimeFromDebian},
+		"runtime source":      {c.Build.ContainerRuntime.Source, RuntimeFromModules},
 		"apiserver image":     {c.Build.Kubernetes[0].ComponentImage(KubeAPIServer), "registry.k8s.io/kube-apiserver:v1.36.3"},
 		"management cluster":  {c.ManagementClusterName, "capd-e2e"},
 		"cluster API version": {c.ClusterAPIVersion(), "v1.14.2"},
@@ -168,12 +168,19 @@ func TestValidateNamesTheField(t *testing.T) {
 			`build.kubeRouter.rootfs: Invalid value: no build.debian.rootfs is named "tools"`},
 		{"duplicate rootfs", func(c *Config) { c.Build.Debian.Rootfs[1].Name = "node" },
 			`build.debian.rootfs[1].name: Invalid value: duplicate rootfs "node"`},
-		{"debian runtime packages", func(c *Config) { c.Build.Debian.Rootfs[0].Packages = []string{"systemd"} },
+		{"debian runtime packages", func(c *Config) {
+			c.Build.ContainerRuntime.Source = RuntimeFromDebian
+			c.Build.Debian.Rootfs[0].Packages = []string{"systemd"}
+		},
 			`build.containerRuntime.source: Invalid value: "debian" needs package "containerd" in rootfs "node"`},
 		{"module runtime versions", func(c *Config) {
 			c.Build.ContainerRuntime.Source = RuntimeFromModules
 			c.Build.ContainerRuntime.Runc.Version = ""
 		}, "build.containerRuntime.runc.version: Required value"},
+		{"module runtime and debian's", func(c *Config) {
+			c.Build.ContainerRuntime.Source = RuntimeFromModules
+			c.Build.Debian.Rootfs[0].Packages = append(c.Build.Debian.Rootfs[0].Packages, "runc")
+		}, `build.containerRuntime.source: Invalid value: "modules" builds runc, but rootfs "node" installs Debian's package "runc" too: leave it out`},
 		{"runtime source", func(c *Config) { c.Build.ContainerRuntime.Source = "apt" },
 			`build.containerRuntime.source: Invalid value: "apt" is not debian or modules`},
 		{"mirror", func(c *Config) { c.Build.Debian.Mirror = "deb.debian.org" },

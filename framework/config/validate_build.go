@@ -63,6 +63,13 @@ func (b *Build) validate(e *errs) {
 		e.version("build.containerRuntime.containerd.version", rt.Containerd.Version)
 		e.version("build.containerRuntime.runc.version", rt.Runc.Version)
 		e.version("build.containerRuntime.cniPlugins.version", rt.CNIPlugins.Version)
+		if r, ok := rootfs[b.Kind.Rootfs]; ok {
+			for _, p := range []string{"containerd", "runc"} {
+				if slices.Contains(r.Packages, p) {
+					e.add("build.containerRuntime.source", "%q builds %s, but rootfs %q installs Debian's package %q too: leave it out", rt.Source, p, r.Name, p)
+				}
+			}
+		}
 	case RuntimeFromDebian:
 		if r, ok := rootfs[b.Kind.Rootfs]; ok {
 			for _, p := range []string{"containerd", "runc", "containernetworking-plugins"} {
