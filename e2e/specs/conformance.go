@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/netip"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -14,7 +15,9 @@ import (
 	. "github.com/onsi/gomega"
 
 	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/util/kubeconfig"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/capd-e2e/capd-e2e/framework/config"
 	"github.com/capd-e2e/capd-e2e/framework/conformance"
@@ -51,7 +54,19 @@ type ConformanceInput struct {
 	// Image is the conformance image. If unset, the config's for the
 	// version (build.kubernetes[].conformance.image).
 	Image string
+
+	// RejectUnservedServiceTraffic makes every machine reject traffic to
+	// the cluster's Service CIDRs that kube-proxy did not translate to an
+	// endpoint, before the run (rejectUnservedServiceTraffic): for a
+	// network that answers connections to any address, as some CI VMs'
+	// transparent proxies do. If false, the variable
+	// CONFORMANCE_REJECT_UNSERVED_SERVICE_TRAFFIC ("true" turns it on).
+	RejectUnservedServiceTraffic bool
 }
+
+// varRejectUnservedServiceTraffic turns
+// ConformanceInput.RejectUnservedServiceTraffic on from the config.
+const varRejectUnservedServiceTraffic = "CONFORMANCE_REJECT_UNSERVED_SERVICE_TRAFFIC"
 
 // runConformance runs the conformance suite of version against the
 // workload cluster in a container of the engine (framework/conformance),
@@ -89,6 +104,9 @@ func (r *run) runConformance(ctx context.Context, in ConformanceInput, version s
 		timeout, _ := r.durations("wait-conformance")
 		dir := filepath.Join(r.clusterDir(), "kubetest")
 		m := r.mirrorTestImages(ctx, version)
+		if in.RejectUnservedServiceTraffic || r.in.E2EConfig.GetVariableOrEmpty(varRejectUnservedServiceTraffic) == "true" {
+			r.rejectUnservedServiceTraffic(ctx)
+		}
 		defer func() {
 			if pulls := m.Pulls(); len(pulls) > 0 {
 				r.summary.Set("conformance image pulls", formatPulls(pulls))
@@ -143,15 +161,7 @@ func (r *run) mirrorTestImages(ctx context.Context, version string) *mirror.Mirr
 	Expect(images).ToNot(BeEmpty(), "%s: variable %s is unset", r.spec, config.ConformanceTestImagesVariable(version))
 	engine, ok := r.in.Runtime.(mirror.Engine)
 	Expect(ok).To(BeTrue(), "%s: the input's Runtime cannot save images or copy into containers (it is a %T)", r.spec, r.in.Runtime)
-	list, err := r.in.Runtime.ListContainers(ctx, runtime.Filter{Labels: map[string]string{runtime.LabelCluster: r.clusterName}, Running: true})
-	Expect(err).ToNot(HaveOccurred(), "%s: list the machines of %s", r.spec, r.clusterName)
-	var nodes []string
-	for _, c := range list {
-		if c.Labels[runtime.LabelRole] != runtime.RoleExternalLoadBalancer {
-			nodes = append(nodes, c.Name)
-		}
-	}
-	Expect(nodes).ToNot(BeEmpty(), "%s: no running machine of %s", r.spec, r.clusterName)
+	nodes := r.runningMachines(ctx)
 	d, err := r.in.Runtime.InspectContainer(ctx, nodes[0])
 	Expect(err).ToNot(HaveOccurred(), "%s: inspect machine %s", r.spec, nodes[0])
 	gateway := d.Networks[conformance.DefaultNetwork].GatewayIPv4
@@ -169,6 +179,92 @@ func (r *run) mirrorTestImages(ctx context.Context, version string) *mirror.Mirr
 	}
 	r.summary.Set("conformance image mirror", fmt.Sprintf("%d images, %s, in %d machines", len(images), strings.Join(served, ", "), len(nodes)))
 	return m
+}
+
+// UnservedServiceTable is the nftables table of
+// rejectUnservedServiceTraffic in the machines.
+const UnservedServiceTable = "capd-e2e-unserved-services"
+
+// rejectUnservedServiceTraffic adds, in every running machine of the
+// cluster, an nftables table (UnservedServiceTable) that rejects packets
+// forwarded or sent to one of the cluster's Service CIDRs that still have
+// that address after kube-proxy's DNAT. Its chains hook forward and
+// output just before the filter table (priority filter - 10), after the
+// nat table: a packet to a port a Service serves has the endpoint's
+// address by then and passes; only a packet kube-proxy left alone (a
+// port the Service does not have) matches. A table of its own, because
+// the CNI (kube-router) keeps an ACCEPT for pod traffic first in the
+// filter table's FORWARD chain, which a rule there would come after,
+// while a reject in any base chain is final.
+//
+// In iptables mode kube-proxy leaves such packets to the node's default
+// route (its nftables mode rejects them itself): on a cloud network or a
+// laptop they are dropped, and the conformance test "should serve
+// endpoints on same port and different protocols" sees the removed port
+// fail. On a network that answers every TCP connection, as the
+// transparent proxy of some CI VMs does, the connection succeeds and the
+// test fails for a reason outside the cluster; the table makes the nodes
+// refuse what that network would drop. It is in the machines only, which
+// the cluster's deletion removes.
+func (r *run) rejectUnservedServiceTraffic(ctx context.Context) {
+	var cluster clusterv1.Cluster
+	Expect(r.in.BootstrapClusterProxy.GetClient().Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.clusterName}, &cluster)).
+		To(Succeed(), "%s: get cluster %s", r.spec, r.clusterName)
+	cidrs := cluster.Spec.ClusterNetwork.Services.CIDRBlocks
+	Expect(cidrs).ToNot(BeEmpty(), "%s: cluster %s has no spec.clusterNetwork.services.cidrBlocks", r.spec, r.clusterName)
+	script, err := UnservedServiceRules(cidrs)
+	Expect(err).ToNot(HaveOccurred(), "%s: cluster %s's Service CIDRs", r.spec, r.clusterName)
+	nodes := r.runningMachines(ctx)
+	for _, node := range nodes {
+		var out strings.Builder
+		res, err := r.in.Runtime.Exec(ctx, node, runtime.ExecOptions{Cmd: []string{"nft", "-f", "-"}, Stdin: strings.NewReader(script), Stdout: &out, Stderr: &out})
+		Expect(err).ToNot(HaveOccurred(), "%s: add nftables table %s to machine %s", r.spec, UnservedServiceTable, node)
+		Expect(res.ExitCode).To(BeZero(), "%s: add nftables table %s to machine %s: %s", r.spec, UnservedServiceTable, node, out.String())
+	}
+	r.summary.Set("conformance unserved Service traffic", fmt.Sprintf("rejected in %d machines for %s (%s, nftables table %s)",
+		len(nodes), strings.Join(cidrs, ", "), varRejectUnservedServiceTraffic, UnservedServiceTable))
+}
+
+// UnservedServiceRules returns the nftables script (`nft -f -`) of
+// rejectUnservedServiceTraffic: it replaces UnservedServiceTable, so a
+// second run leaves one table, with a forward and an output chain each
+// rejecting every CIDR of cidrs (ip or ip6 by its family). A CIDR that
+// does not parse is an error naming it.
+func UnservedServiceRules(cidrs []string) (string, error) {
+	var rules strings.Builder
+	for _, c := range cidrs {
+		prefix, err := netip.ParsePrefix(c)
+		if err != nil {
+			return "", fmt.Errorf("service CIDR %q: %w", c, err)
+		}
+		family := "ip"
+		if prefix.Addr().Is6() {
+			family = "ip6"
+		}
+		fmt.Fprintf(&rules, "\t\t%s daddr %s reject comment \"capd-e2e: reject unserved Service traffic\"\n", family, prefix.Masked())
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "add table inet %[1]s\ndelete table inet %[1]s\ntable inet %[1]s {\n", UnservedServiceTable)
+	for _, hook := range []string{"forward", "output"} {
+		fmt.Fprintf(&b, "\tchain %[1]s {\n\t\ttype filter hook %[1]s priority filter - 10; policy accept;\n%[2]s\t}\n", hook, rules.String())
+	}
+	b.WriteString("}\n")
+	return b.String(), nil
+}
+
+// runningMachines returns the names of the cluster's running machines,
+// its load balancer left out.
+func (r *run) runningMachines(ctx context.Context) []string {
+	list, err := r.in.Runtime.ListContainers(ctx, runtime.Filter{Labels: map[string]string{runtime.LabelCluster: r.clusterName}, Running: true})
+	Expect(err).ToNot(HaveOccurred(), "%s: list the machines of %s", r.spec, r.clusterName)
+	var nodes []string
+	for _, c := range list {
+		if c.Labels[runtime.LabelRole] != runtime.RoleExternalLoadBalancer {
+			nodes = append(nodes, c.Name)
+		}
+	}
+	Expect(nodes).ToNot(BeEmpty(), "%s: no running machine of %s", r.spec, r.clusterName)
+	return nodes
 }
 
 // formatPulls lists the images pulled from the mirror, with how often.
