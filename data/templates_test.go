@@ -79,7 +79,13 @@ type flavor struct {
 	// topology: the Cluster is of a ClusterClass (checkTopology instead of
 	// checkCommon).
 	topology bool
-	check    func(objs []client.Object, vars map[string]string)
+	// noWorkers: a Cluster of a ClusterClass without workers
+	// (checkTopology checks there are none).
+	noWorkers bool
+	// custom: check alone checks the objects (neither checkCommon nor
+	// checkTopology).
+	custom bool
+	check  func(objs []client.Object, vars map[string]string)
 }
 
 // classFiles are the ClusterClasses of this folder.
@@ -130,6 +136,14 @@ var flavors = []flavor{
 		},
 	},
 	{
+		name: "kcp-adoption", file: "cluster-template-kcp-adoption.yaml", custom: true,
+		kinds: map[string]int{
+			"Cluster": 2, "DevCluster": 1, "DevMachine": 1, "KubeadmConfig": 1, "Machine": 1, "ConfigMap": 1,
+			"ClusterResourceSet": 1, "DevMachineTemplate": 1, "KubeadmControlPlane": 1,
+		},
+		check: checkKCPAdoption,
+	},
+	{
 		name: "machine-pool", file: "cluster-template-machine-pool.yaml",
 		kinds: map[string]int{
 			"Cluster": 1, "DevCluster": 1, "KubeadmControlPlane": 1, "DevMachineTemplate": 1,
@@ -138,6 +152,14 @@ var flavors = []flavor{
 	},
 	{
 		name: "topology", file: "cluster-template-topology.yaml", topology: true,
+		kinds: map[string]int{
+			"Cluster": 1, "ClusterClass": 1, "DevClusterTemplate": 1, "KubeadmControlPlaneTemplate": 1,
+			"DevMachineTemplate": 2, "DevMachinePoolTemplate": 1, "KubeadmConfigTemplate": 2,
+			"ConfigMap": 1, "ClusterResourceSet": 1,
+		},
+	},
+	{
+		name: "topology-kcp-only", file: "cluster-template-topology-kcp-only.yaml", topology: true, noWorkers: true,
 		kinds: map[string]int{
 			"Cluster": 1, "ClusterClass": 1, "DevClusterTemplate": 1, "KubeadmControlPlaneTemplate": 1,
 			"DevMachineTemplate": 2, "DevMachinePoolTemplate": 1, "KubeadmConfigTemplate": 2,
@@ -179,6 +201,67 @@ var flavors = []flavor{
 			}
 		},
 	},
+}
+
+// checkKCPAdoption checks what the kcp-adoption spec relies on: every
+// object is of exactly one of its two steps; the first step's Cluster has
+// no control plane and the second's names the KubeadmControlPlane and is
+// otherwise the same; the standalone Machine's KubeadmConfig is what the
+// KubeadmControlPlane would make for its first Machine (its init and
+// cluster configuration, no join configuration), without which the
+// KubeadmControlPlane would replace the Machine rather than adopt it; the
+// Machine runs the version and node image the KubeadmControlPlane's would.
+func checkKCPAdoption(objs []client.Object, vars map[string]string) {
+	steps := map[string][]string{}
+	var clusters []*clusterv1.Cluster
+	for _, o := range objs {
+		_, one := o.GetLabels()["kcp-adoption.step1"]
+		_, two := o.GetLabels()["kcp-adoption.step2"]
+		Expect(one != two).To(BeTrue(), "%T %s must be of exactly one step", o, o.GetName())
+		step := "step1"
+		if two {
+			step = "step2"
+		}
+		steps[step] = append(steps[step], o.GetObjectKind().GroupVersionKind().Kind)
+		if c, ok := o.(*clusterv1.Cluster); ok {
+			clusters = append(clusters, c)
+		}
+	}
+	Expect(steps["step1"]).To(ConsistOf("Cluster", "DevCluster", "DevMachine", "KubeadmConfig", "Machine", "ConfigMap", "ClusterResourceSet"))
+	Expect(steps["step2"]).To(ConsistOf("Cluster", "DevMachineTemplate", "KubeadmControlPlane"))
+	Expect(clusters).To(HaveLen(2))
+	first, second := clusters[0], clusters[1]
+	Expect(first.Spec.ControlPlaneRef.IsDefined()).To(BeFalse(), "the first step's Cluster has no control plane")
+	Expect(second.Spec.ControlPlaneRef).To(Equal(clusterv1.ContractVersionedObjectReference{
+		APIGroup: controlplanev1.GroupVersion.Group, Kind: "KubeadmControlPlane", Name: clusterName + "-control-plane",
+	}))
+	afterAdoption := first.Spec.DeepCopy()
+	afterAdoption.ControlPlaneRef = second.Spec.ControlPlaneRef
+	Expect(second.Spec).To(Equal(*afterAdoption), "the second step changes only the Cluster's control plane reference")
+	Expect(second.Labels["cni"]).To(Equal(first.Labels["cni"]))
+
+	kcp := find[*controlplanev1.KubeadmControlPlane](objs, clusterName+"-control-plane")
+	machine := find[*clusterv1.Machine](objs, clusterName+"-control-plane-0")
+	kc := find[*bootstrapv1.KubeadmConfig](objs, machine.Spec.Bootstrap.ConfigRef.Name)
+	dm := find[*infrav1.DevMachine](objs, machine.Spec.InfrastructureRef.Name)
+	dmt := find[*infrav1.DevMachineTemplate](objs, kcp.Spec.MachineTemplate.Spec.InfrastructureRef.Name)
+	Expect(kc.Spec.ClusterConfiguration).To(Equal(kcp.Spec.KubeadmConfigSpec.ClusterConfiguration))
+	Expect(kc.Spec.InitConfiguration).To(Equal(kcp.Spec.KubeadmConfigSpec.InitConfiguration))
+	Expect(kc.Spec.JoinConfiguration).To(BeZero(), "the first control-plane Machine's KubeadmConfig has no join configuration")
+	Expect(machine.Spec.Version).To(Equal(kcp.Spec.Version))
+	Expect(machine.Spec.Version).To(Equal(vars["KUBERNETES_VERSION"]))
+	Expect(machine.Labels).To(HaveKey(clusterv1.MachineControlPlaneLabel))
+	Expect(dm.Spec.Backend.Docker.CustomImage).To(Equal(dmt.Spec.Template.Spec.Backend.Docker.CustomImage))
+	Expect(dm.Spec.Backend.Docker.CustomImage).To(Or(Equal("kindest/node:"+machine.Spec.Version), Equal("docker.io/kindest/node:"+machine.Spec.Version)))
+	cloud := ptr.To(vars["DOCKER_CLOUD_PROVIDER"])
+	checkArg(kcp.Spec.KubeadmConfigSpec.ClusterConfiguration.ControllerManager.ExtraArgs, "cloud-provider", cloud)
+	checkNodeRegistration(kcp.Spec.KubeadmConfigSpec.InitConfiguration.NodeRegistration, cloud)
+	checkNodeRegistration(kcp.Spec.KubeadmConfigSpec.JoinConfiguration.NodeRegistration, cloud)
+
+	crs := find[*addonsv1.ClusterResourceSet](objs, clusterName+"-crs-0")
+	Expect(crs.Spec.ClusterSelector.MatchLabels).To(Equal(map[string]string{"cni": first.Labels["cni"]}))
+	cm := find[*corev1.ConfigMap](objs, crs.Spec.Resources[0].Name)
+	Expect(cm.Data).To(Equal(map[string]string{"resources": cniManifest}), "the CNI manifest, byte for byte")
 }
 
 // checkMHC checks what the machine-health-check spec relies on: a stopped
@@ -289,10 +372,16 @@ var _ = Describe("CAPD cluster templates", Ordered, func() {
 			}
 			Expect(kinds).To(Equal(f.kinds))
 
-			vars := map[string]string{"KUBERNETES_VERSION_UPGRADE_TO": e2eConfig.MustGetVariable("KUBERNETES_VERSION_UPGRADE_TO")}
-			if f.topology {
-				checkTopology(objs, version, e2eConfig)
-			} else {
+			vars := map[string]string{
+				"KUBERNETES_VERSION":            version,
+				"KUBERNETES_VERSION_UPGRADE_TO": e2eConfig.MustGetVariable("KUBERNETES_VERSION_UPGRADE_TO"),
+				"DOCKER_CLOUD_PROVIDER":         e2eConfig.MustGetVariable("DOCKER_CLOUD_PROVIDER"),
+			}
+			switch {
+			case f.custom:
+			case f.topology:
+				checkTopology(objs, version, e2eConfig, !f.noWorkers)
+			default:
 				checkCommon(objs, version, e2eConfig)
 			}
 			if f.check != nil {
@@ -406,17 +495,21 @@ func checkCommon(objs []client.Object, version string, e2eConfig *clusterctl.E2E
 // the class; the node image comes from each builtin version (a static one
 // would outlive a topology upgrade); the templates carry the kubelet and
 // kubeadm settings our hosts need.
-func checkTopology(objs []client.Object, version string, e2eConfig *clusterctl.E2EConfig) {
+func checkTopology(objs []client.Object, version string, e2eConfig *clusterctl.E2EConfig, workers bool) {
 	cluster := find[*clusterv1.Cluster](objs, clusterName)
 	topo := cluster.Spec.Topology
 	Expect(topo.ClassRef.Name).To(Equal("quick-start"))
 	Expect(topo.ClassRef.Namespace).To(Equal(namespace))
 	Expect(topo.Version).To(Equal(version))
 	Expect(topo.ControlPlane.Replicas).To(Equal(ptr.To(int32(cpCount))))
-	Expect(topo.Workers.MachineDeployments).To(ConsistOf(SatisfyAll(
-		HaveField("Name", "md-0"), HaveField("Class", "default-worker"), HaveField("Replicas", ptr.To(int32(workerCount))))))
-	Expect(topo.Workers.MachinePools).To(ConsistOf(SatisfyAll(
-		HaveField("Name", "mp-0"), HaveField("Class", "default-worker"), HaveField("Replicas", ptr.To(int32(workerCount))))))
+	if workers {
+		Expect(topo.Workers.MachineDeployments).To(ConsistOf(SatisfyAll(
+			HaveField("Name", "md-0"), HaveField("Class", "default-worker"), HaveField("Replicas", ptr.To(int32(workerCount))))))
+		Expect(topo.Workers.MachinePools).To(ConsistOf(SatisfyAll(
+			HaveField("Name", "mp-0"), HaveField("Class", "default-worker"), HaveField("Replicas", ptr.To(int32(workerCount))))))
+	} else {
+		Expect(topo.Workers).To(BeZero(), "a Cluster with a control plane only has no workers")
+	}
 	Expect(cluster.Spec.ClusterNetwork.Pods.CIDRBlocks).To(Equal([]string{e2eConfig.MustGetVariable("DOCKER_POD_CIDRS")}))
 
 	class := find[*clusterv1.ClusterClass](objs, "quick-start")

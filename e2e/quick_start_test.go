@@ -22,3 +22,11 @@ var _ = Describe("When following the classic quick-start", func() {
 		return specs.QuickStartSpecInput{CommonInput: commonInput()}
 	})
 })
+
+// Upstream's quick-start topology-kcp-only: a Cluster of the ClusterClass
+// with a control plane and no workers.
+var _ = Describe("When following the quick-start with ClusterClass and a control plane only", Label(specs.LabelClusterClass), func() {
+	specs.QuickStartSpec(func() specs.QuickStartSpecInput {
+		return specs.QuickStartSpecInput{CommonInput: commonInput(), Flavor: ptr.To("topology-kcp-only"), WorkerMachineCount: ptr.To[int64](0)}
+	})
+})

@@ -44,37 +44,7 @@ type createOptions struct {
 // Ready. It is upstream's ApplyClusterTemplateAndWait split into phases.
 func (r *run) createCluster(ctx context.Context, o createOptions) *clusterctl.ApplyClusterTemplateAndWaitResult {
 	proxy := r.in.BootstrapClusterProxy
-	infra := clusterctl.DefaultInfrastructureProvider
-	if r.in.InfrastructureProvider != nil {
-		infra = *r.in.InfrastructureProvider
-	}
-	vars := map[string]string{}
-	for k, v := range r.in.ClusterctlVariables {
-		vars[k] = v
-	}
-	for k, v := range o.variables {
-		vars[k] = v
-	}
-	r.summary.Set("flavor", flavorName(o.flavor))
-	r.summary.Set("kubernetes version", o.kubernetesVersion)
-	r.summary.Set("machines", fmt.Sprintf("%d control plane, %d workers requested", o.controlPlaneCount, o.workerCount))
-
-	var yaml []byte
-	r.step("generate cluster template", func() {
-		yaml = clusterctl.ConfigCluster(ctx, clusterctl.ConfigClusterInput{
-			LogFolder:                r.bootstrapDir(),
-			ClusterctlConfigPath:     r.in.ClusterctlConfigPath,
-			KubeconfigPath:           proxy.GetKubeconfigPath(),
-			InfrastructureProvider:   infra,
-			Flavor:                   o.flavor,
-			Namespace:                r.namespace,
-			ClusterName:              r.clusterName,
-			KubernetesVersion:        o.kubernetesVersion,
-			ControlPlaneMachineCount: &o.controlPlaneCount,
-			WorkerMachineCount:       &o.workerCount,
-			ClusterctlVariables:      vars,
-		})
-	})
+	yaml := r.generateTemplate(ctx, o)
 
 	res := &clusterctl.ApplyClusterTemplateAndWaitResult{}
 	applyIn := clusterctl.ApplyCustomClusterTemplateAndWaitInput{
@@ -153,6 +123,44 @@ func (r *run) createCluster(ctx context.Context, o createOptions) *clusterctl.Ap
 	}
 	r.created = true
 	return res
+}
+
+// generateTemplate renders the cluster template of o's flavor with
+// clusterctl, with the input's and o's variables, and records the flavor,
+// version and machines asked for in the summary.
+func (r *run) generateTemplate(ctx context.Context, o createOptions) []byte {
+	infra := clusterctl.DefaultInfrastructureProvider
+	if r.in.InfrastructureProvider != nil {
+		infra = *r.in.InfrastructureProvider
+	}
+	vars := map[string]string{}
+	for k, v := range r.in.ClusterctlVariables {
+		vars[k] = v
+	}
+	for k, v := range o.variables {
+		vars[k] = v
+	}
+	r.summary.Set("flavor", flavorName(o.flavor))
+	r.summary.Set("kubernetes version", o.kubernetesVersion)
+	r.summary.Set("machines", fmt.Sprintf("%d control plane, %d workers requested", o.controlPlaneCount, o.workerCount))
+
+	var yaml []byte
+	r.step("generate cluster template", func() {
+		yaml = clusterctl.ConfigCluster(ctx, clusterctl.ConfigClusterInput{
+			LogFolder:                r.bootstrapDir(),
+			ClusterctlConfigPath:     r.in.ClusterctlConfigPath,
+			KubeconfigPath:           r.in.BootstrapClusterProxy.GetKubeconfigPath(),
+			InfrastructureProvider:   infra,
+			Flavor:                   o.flavor,
+			Namespace:                r.namespace,
+			ClusterName:              r.clusterName,
+			KubernetesVersion:        o.kubernetesVersion,
+			ControlPlaneMachineCount: &o.controlPlaneCount,
+			WorkerMachineCount:       &o.workerCount,
+			ClusterctlVariables:      vars,
+		})
+	})
+	return yaml
 }
 
 // machinePools returns how many MachinePools the cluster has: its

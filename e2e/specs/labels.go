@@ -27,6 +27,7 @@ package specs
 //	MachineDeploymentScaleSpec md-scale
 //	ClusterDeletionSpec      cluster-deletion                ClusterClass
 //	ClusterClassChangesSpec  clusterclass-changes            ClusterClass
+//	KCPAdoptionSpec          kcp-adoption
 //
 // capd-e2e's own suite (e2e/) puts PR-Blocking and ClusterClass on the
 // quick-start with the topology flavor, as upstream's PR gate does.
@@ -90,6 +91,9 @@ const (
 	// other ClusterClasses and rolls out changes of its class's templates
 	// (upstream's clusterclass-changes).
 	LabelClusterClassChanges = "clusterclass-changes"
+	// LabelKCPAdoption marks the spec in which a KubeadmControlPlane adopts
+	// a standalone control-plane Machine.
+	LabelKCPAdoption = "kcp-adoption"
 	// LabelSlow marks specs that take more than about 20 minutes on a CI
 	// machine.
 	LabelSlow = "slow"

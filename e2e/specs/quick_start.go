@@ -47,6 +47,10 @@ type QuickStartSpecInput struct {
 	ControlPlaneMachineCount *int64
 
 	// WorkerMachineCount is the number of worker machines. If unset, 1.
+	// With 0 (a flavor with a control plane only, such as
+	// "topology-kcp-only"), the load balancer check is left out: no Node
+	// can back a load balancer, as kubeadm excludes control-plane Nodes
+	// from them.
 	WorkerMachineCount *int64
 
 	// ControlPlaneWaiters replace the waits for the control plane to be
@@ -90,11 +94,12 @@ func QuickStartSpec(inputGetter func() QuickStartSpecInput) {
 			r, ctx := begin(specCtx, specQuickStart, in.CommonInput, in.Timeout)
 			var wl framework.ClusterProxy
 			joinLB := func() {}
+			workers := deref(in.WorkerMachineCount, 1)
 			r.createCluster(ctx, createOptions{
 				flavor:                  deref(in.Flavor, clusterctl.DefaultFlavor),
 				kubernetesVersion:       r.variable(varKubernetesVersion),
 				controlPlaneCount:       deref(in.ControlPlaneMachineCount, 1),
-				workerCount:             deref(in.WorkerMachineCount, 1),
+				workerCount:             workers,
 				waiters:                 in.ControlPlaneWaiters,
 				postMachinesProvisioned: in.PostMachinesProvisioned,
 				controlPlaneInitialized: func() {
@@ -107,6 +112,10 @@ func QuickStartSpec(inputGetter func() QuickStartSpecInput) {
 					// while the spec waits for the machines.
 					wl = r.mgmt.GetWorkloadCluster(ctx, r.namespace, r.clusterName)
 					DeferCleanup(wl.Dispose)
+					if workers == 0 {
+						r.summary.Set("load balancer", "not checked: no worker Node can back one (kubeadm excludes control-plane Nodes)")
+						return
+					}
 					joinLB = r.background(ctx, "a Service of type LoadBalancer", func(ctx context.Context, g Gomega, step func(string, func())) {
 						r.checkLoadBalancer(ctx, wl, g, step)
 					})

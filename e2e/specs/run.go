@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"os"
 	"path/filepath"
 	"time"
@@ -74,7 +75,11 @@ type run struct {
 	beforeDelete []func(context.Context)
 	// ownerless are objects of the spec's namespace that must have no
 	// owner, as "<Kind>/<name>" (see ownerAssertions).
-	ownerless     map[string]bool
+	ownerless map[string]bool
+	// owners are the exact owners of objects of the spec's namespace
+	// that differ from upstream's assertions, by "<Kind>/<name>"
+	// (checkOwnership).
+	owners        map[string][]metav1.OwnerReference
 	whileDeleting func(context.Context)
 	finally       []func(context.Context)
 	// last runs at the very end of the final cleanup, after the leak
