@@ -60,11 +60,7 @@ func (r *run) createCluster(ctx context.Context, o createOptions) *clusterctl.Ap
 		WaitForMachineDeployments:    r.intervals("wait-worker-nodes"),  // replaces a wait
 		ControlPlaneWaiters:          o.waiters,
 	}
-	if r.in.Tracker != nil {
-		r.step("track cluster", func() {
-			Expect(r.in.Tracker.Track(ctx, r.clusterName)).To(Succeed())
-		})
-	}
+	r.trackCluster(ctx)
 	r.step("apply cluster template", func() {
 		// Retried so that a webhook that is briefly unavailable does not
 		// fail the spec; a template that cannot be created is caught by
@@ -123,6 +119,16 @@ func (r *run) createCluster(ctx context.Context, o createOptions) *clusterctl.Ap
 	}
 	r.created = true
 	return res
+}
+
+// trackCluster records the spec's cluster with the input's Tracker, if
+// any, before any of its objects exist.
+func (r *run) trackCluster(ctx context.Context) {
+	if r.in.Tracker != nil {
+		r.step("track cluster", func() {
+			Expect(r.in.Tracker.Track(ctx, r.clusterName)).To(Succeed())
+		})
+	}
 }
 
 // generateTemplate renders the cluster template of o's flavor with

@@ -29,12 +29,11 @@ var specKCPAdoption = declare(specFacts{
 	// createCluster's helpers it uses (the first step applied, the
 	// infrastructure, the control plane ready, the Cluster Available and
 	// the Machines Ready), then its own: the second step applied; the
-	// standalone Machine with a Node, then Ready; the KubeadmControlPlane
-	// there; with a
+	// standalone Machine with a Node, then Ready; with a
 	// cloud-controller-manager, every Node initialised (cloud_provider.go
 	// is not in files: its load balancer check is not run here).
 	waits: slices.Concat(creationWaits,
-		[]string{"wait-cluster", "wait-control-plane", "wait-control-plane", "wait-cluster", "wait-nodes-ready"}),
+		[]string{"wait-cluster", "wait-control-plane", "wait-control-plane", "wait-nodes-ready"}),
 	files: []string{"kcp_adoption.go"},
 })
 
@@ -93,11 +92,7 @@ func KCPAdoptionSpec(inputGetter func() KCPAdoptionSpecInput) {
 				controlPlaneCount: 1,
 				workerCount:       0,
 			})
-			if r.in.Tracker != nil {
-				r.step("track cluster", func() {
-					Expect(r.in.Tracker.Track(ctx, r.clusterName)).To(Succeed())
-				})
-			}
+			r.trackCluster(ctx)
 			r.applyStep(ctx, yaml, KCPAdoptionStep1Label)
 			if r.in.CloudControllerManager != nil {
 				r.installCloudControllerManager(ctx)
@@ -133,22 +128,13 @@ func KCPAdoptionSpec(inputGetter func() KCPAdoptionSpecInput) {
 			})
 
 			r.applyStep(ctx, yaml, KCPAdoptionStep2Label)
-			var kcp *controlplanev1.KubeadmControlPlane
-			r.step("wait for the KubeadmControlPlane", func() {
-				err := r.wait(wc, "wait-cluster", "the KubeadmControlPlane of "+r.clusterName, &controlplanev1.KubeadmControlPlaneList{}, r.clusterLabels()).Until(ctx, func(ctx context.Context) (bool, string) {
-					var err error
-					if kcp, err = r.controlPlane(ctx, c); err != nil {
-						return false, err.Error()
-					}
-					return true, ""
-				})
-				Expect(err).ToNot(HaveOccurred())
-			})
+			// It waits for the KubeadmControlPlane to exist too.
 			r.step("wait for control plane ready", func() {
 				r.waitForControlPlaneReady(ctx, wc)
 			})
 			r.step("check the KubeadmControlPlane adopted the Machine", func() {
-				Expect(c.Get(ctx, client.ObjectKeyFromObject(kcp), kcp)).To(Succeed())
+				kcp, err := r.controlPlane(ctx, c)
+				Expect(err).ToNot(HaveOccurred())
 				r.checkAdopted(ctx, c, kcp, &standalone)
 			})
 			if in.CloudControllerManager != nil {
@@ -168,7 +154,6 @@ func KCPAdoptionSpec(inputGetter func() KCPAdoptionSpecInput) {
 			r.owners = map[string][]metav1.OwnerReference{
 				"Machine/" + standalone.Name:              {clusterOwner, kcpOwner},
 				"Secret/" + r.clusterName + "-kubeconfig": {clusterOwner, kcpOwner},
-				"ConfigMap/" + r.clusterName + "-lock":    {clusterOwner},
 			}
 			r.step("check owner references and finalizers", func() {
 				r.checkOwnership(ctx, proxy, false)

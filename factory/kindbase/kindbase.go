@@ -109,29 +109,25 @@ func (b *Builder) Build(ctx context.Context, step plan.Step) error {
 		return fail(err)
 	}
 
-	b.logf("building crictl from %s@%s", criMod, criVer)
-	res, err := b.Go.Build(ctx, gobuild.Target{
+	builds := []binaryBuild{{gobuild.Target{
 		Modules:  []module.Version{{Path: criMod, Version: criVer}},
 		Packages: []string{criMod + "/cmd/crictl"},
 		// As cri-tools' Makefile: the version without its "v".
 		LDFlags: gobuild.LDFlagsX(gobuild.Setting{Package: criMod + "/pkg/version", Name: "Version", Value: strings.TrimPrefix(criVer, "v")}),
 		GOARCH:  step.Inputs[plan.InputArch],
-	})
-	if err != nil {
-		return fail(err)
-	}
-	data, err := os.ReadFile(res.Path("crictl"))
-	if err != nil {
-		return fail(err)
-	}
-	files = append(files, oci.File{Path: "usr/local/bin/crictl", Mode: 0o755, Data: data})
+	}, "usr/local/bin"}}
 	if source == RuntimeFromModules {
-		rt, err := b.buildRuntime(ctx, step)
+		rt, err := runtimeBuilds(step)
 		if err != nil {
 			return fail(err)
 		}
-		files = append(files, rt...)
+		builds = append(builds, rt...)
 	}
+	binaries, err := b.buildBinaries(ctx, builds)
+	if err != nil {
+		return fail(err)
+	}
+	files = append(files, binaries...)
 
 	b.logf("assembling %s on %s", step.Image, from)
 	rid := b.RunID
@@ -319,9 +315,36 @@ const (
 // configuration uses.
 var CNIPlugins = []string{"plugins/ipam/host-local", "plugins/main/loopback", "plugins/main/ptp", "plugins/meta/portmap", "plugins/main/bridge"}
 
-// buildRuntime builds containerd, ctr, the runc shim, runc and CNIPlugins
-// from the modules of step.Inputs and returns them as files at the paths
-// kind's Dockerfile gives them.
+// binaryBuild is a Go build whose binaries go into the image's dir.
+type binaryBuild struct {
+	target gobuild.Target
+	dir    string
+}
+
+// buildBinaries runs each build and returns its binaries as executable
+// files in its dir.
+func (b *Builder) buildBinaries(ctx context.Context, builds []binaryBuild) ([]oci.File, error) {
+	var files []oci.File
+	for _, bd := range builds {
+		b.logf("building %s", bd.target)
+		res, err := b.Go.Build(ctx, bd.target)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range slices.Sorted(maps.Keys(res.Binaries)) {
+			data, err := os.ReadFile(res.Binaries[name])
+			if err != nil {
+				return nil, err
+			}
+			files = append(files, oci.File{Path: bd.dir + "/" + name, Mode: 0o755, Data: data})
+		}
+	}
+	return files, nil
+}
+
+// runtimeBuilds returns the builds of containerd, ctr, the runc shim,
+// runc and CNIPlugins from the modules of step.Inputs, each into the
+// directory kind's Dockerfile puts them in.
 //
 // As kind builds them, except for the linking: containerd with the tags
 // that drop the snapshotters a node never selects, and without cgo (the
@@ -329,7 +352,7 @@ var CNIPlugins = []string{"plugins/ipam/host-local", "plugins/main/loopback", "p
 // it uses here); runc with seccomp (cgo, libseccomp), linked statically as
 // runc's `make static` does, so it does not depend on the libseccomp of
 // the host it was built on; the plugins without cgo.
-func (b *Builder) buildRuntime(ctx context.Context, step plan.Step) ([]oci.File, error) {
+func runtimeBuilds(step plan.Step) ([]binaryBuild, error) {
 	arch := step.Inputs[plan.InputArch]
 	ctrdMod, ctrdVer, err := splitModule(step.Inputs[plan.InputContainerd])
 	if err != nil {
@@ -347,10 +370,7 @@ func (b *Builder) buildRuntime(ctx context.Context, step plan.Step) ([]oci.File,
 	for _, p := range CNIPlugins {
 		cniPkgs = append(cniPkgs, cniMod+"/"+p)
 	}
-	builds := []struct {
-		target gobuild.Target
-		dir    string
-	}{
+	return []binaryBuild{
 		{gobuild.Target{
 			Modules:  []module.Version{{Path: ctrdMod, Version: ctrdVer}},
 			Packages: []string{ctrdMod + "/cmd/containerd", ctrdMod + "/cmd/ctr", ctrdMod + "/cmd/containerd-shim-runc-v2"},
@@ -375,23 +395,7 @@ func (b *Builder) buildRuntime(ctx context.Context, step plan.Step) ([]oci.File,
 			LDFlags:  gobuild.LDFlagsX(gobuild.Setting{Package: cniMod + "/pkg/utils/buildversion", Name: "BuildVersion", Value: cniVer}),
 			GOARCH:   arch,
 		}, "opt/cni/bin"},
-	}
-	var files []oci.File
-	for _, bd := range builds {
-		b.logf("building %s", bd.target)
-		res, err := b.Go.Build(ctx, bd.target)
-		if err != nil {
-			return nil, err
-		}
-		for _, name := range slices.Sorted(maps.Keys(res.Binaries)) {
-			data, err := os.ReadFile(res.Binaries[name])
-			if err != nil {
-				return nil, err
-			}
-			files = append(files, oci.File{Path: bd.dir + "/" + name, Mode: 0o755, Data: data})
-		}
-	}
-	return files, nil
+	}, nil
 }
 
 // SetupScript returns the script that runs in the helper container after
@@ -447,10 +451,6 @@ const checkModulesRuntime = `for b in /usr/local/bin/containerd /usr/local/bin/c
   /opt/cni/bin/bridge /opt/cni/bin/host-local /opt/cni/bin/loopback /opt/cni/bin/portmap /opt/cni/bin/ptp; do
   test -x $b || { echo "missing $b, built from its module" >&2; exit 1; }
 done
-if [ -e /usr/bin/containerd ] || [ -e /usr/sbin/runc ]; then
-  echo "the rootfs has Debian's containerd or runc: with containerRuntime.source modules, leave them out of its packages" >&2
-  exit 1
-fi
 `
 
 const setupCRI = `

@@ -177,7 +177,6 @@ func TestSetupScript(t *testing.T) {
 }
 
 func TestBuildRuntimeBadInput(t *testing.T) {
-	b := &Builder{}
 	for _, tc := range []struct{ name, drop, want string }{
 		{"containerd", plan.InputContainerd, "containerd:"},
 		{"runc", plan.InputRunc, "runc:"},
@@ -189,7 +188,7 @@ func TestBuildRuntimeBadInput(t *testing.T) {
 			"cni-plugins": "github.com/containernetworking/plugins@v1.9.1",
 		}
 		inputs[tc.drop] = "github.com/x/y"
-		_, err := b.buildRuntime(t.Context(), plan.Step{Inputs: inputs})
+		_, err := runtimeBuilds(plan.Step{Inputs: inputs})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "module@version") {
 			t.Errorf("%s: err = %v, want one naming %q and module@version", tc.name, err, tc.want)
 		}
