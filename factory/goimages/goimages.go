@@ -28,6 +28,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 
 	"golang.org/x/mod/module"
@@ -97,7 +98,7 @@ func SharedBuild(s plan.Step) string {
 	case plan.KindTestImage:
 		// Only those compiled in the version's Kubernetes build.
 		switch s.Inputs[plan.InputName] {
-		case config.TestImageAgnhost, config.TestImageNonewprivs, config.TestImageSampleAPIServer:
+		case config.TestImageAgnhost, config.TestImageNonewprivs, config.TestImageSampleAPIServer, config.TestImageKitten, config.TestImageNautilus:
 		default:
 			return ""
 		}
@@ -405,6 +406,9 @@ func (b *Builders) buildPause(ctx context.Context, s plan.Step) error {
 type imageContent struct {
 	// base is the image to build on; empty means scratch.
 	base string
+	// under are layers put on base before the staged files (a root file
+	// system archive).
+	under []oci.Layer
 	// files maps absolute image paths to host files (made executable).
 	files map[string]string
 	// dirs are extra empty directories.
@@ -478,7 +482,7 @@ func (b *Builders) image(ctx context.Context, s plan.Step, c imageContent) (err 
 	if m := s.Inputs[plan.InputModule]; m != "" {
 		cfg.Labels["org.opencontainers.image.source"] = m
 	}
-	layers := []oci.Layer{oci.LayerFromDir(stage)}
+	layers := append(slices.Clone(c.under), oci.LayerFromDir(stage))
 	if len(c.extra) > 0 {
 		layers = append(layers, oci.LayerFromFiles(c.extra))
 	}

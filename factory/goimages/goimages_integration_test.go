@@ -226,6 +226,16 @@ func TestIntegrationBuiltImages(t *testing.T) {
 			// The managers have no --version: they log their version, then
 			// fail to find a cluster.
 			entrypoint, args, want, anyExit = nil, nil, "Version: "+v, true
+		case plan.KindTestImage:
+			// kitten and nautilus: Alpine, agnhost and their files (the
+			// ImageVolume test reads os-release and data.json).
+			name := s.Inputs[plan.InputName]
+			if name != config.TestImageKitten && name != config.TestImageNautilus {
+				continue
+			}
+			entrypoint = []string{"/bin/sh", "-c"}
+			args = []string{"grep '^NAME=' /etc/os-release && grep -q " + name + ".jpg /data.json && test -s /" + name + ".jpg && /agnhost --help >/dev/null && echo " + name + "-ok"}
+			want = "NAME=\"Alpine Linux\""
 		default:
 			continue
 		}

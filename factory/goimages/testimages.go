@@ -1,6 +1,7 @@
 package goimages
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -24,7 +25,10 @@ import (
 // tests depend on it. Where ours differ:
 //   - Upstream builds most test images on Alpine; ours are on the Debian
 //     rootfs the config names, with the same tools (bash, curl, dig, nc,
-//     nginx, getent) on PATH.
+//     nginx, getent) on PATH, whose packages Debian's archive serves.
+//     kitten and nautilus, which tests only serve files from and mount as
+//     image volumes (ImageVolume reads Alpine's os-release), are agnhost on
+//     Alpine's minirootfs without those packages (see alpine.go).
 //   - agnhost lacks the CoreDNS 1.6.2 binary and the fake registry's
 //     content that upstream downloads into it, which no [Conformance]
 //     test uses. Its previous version (agnhost:2.55, AgnhostPrev) is the
@@ -133,32 +137,37 @@ func (b *Builders) buildTestImage(ctx context.Context, s plan.Step) error {
 		if err != nil {
 			return err
 		}
-		files, err := oci.ReadFiles(ctx, b.Images, from, "/etc/passwd", "/etc/group")
+		etc, err := oci.ReadFiles(ctx, b.Images, from, "/etc/passwd", "/etc/group")
 		if err != nil {
 			return err
 		}
-		porter, err := sourceFiles(filepath.Join(dir, "test", "images", "agnhost", "porter"), "localhost.crt", "localhost.key")
-		if err != nil {
+		if c, err = agnhostContent(dir, bin, etc["/etc/passwd"], etc["/etc/group"]); err != nil {
 			return err
 		}
-		c = imageContent{
-			base:  from,
-			files: map[string]string{"/agnhost": bin},
-			dirs:  []string{"/uploads"},
-			extra: append(porter,
-				oci.File{Path: "agnhost-2", Link: "agnhost"},
-				// The user and group tests expect in the image.
-				oci.File{Path: "etc/passwd", Data: append(files["/etc/passwd"], "user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n"...)},
-				oci.File{Path: "etc/group", Data: append(files["/etc/group"], "user-defined-in-image:x:1000:\ngroup-defined-in-image:x:50000:user-defined-in-image\n"...)},
-			),
-			config: oci.Config{Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}, WorkingDir: "/"},
-		}
+		c.base = from
 	case config.TestImageKitten, config.TestImageNautilus:
+		bin, err := compiled("agnhost")
+		if err != nil {
+			return err
+		}
+		rootfs, err := b.alpineMinirootfs(ctx, s.Inputs[plan.InputAlpine], s.Inputs[plan.InputArch])
+		if err != nil {
+			return err
+		}
+		etc, err := oci.ReadTarGz(rootfs, "etc/passwd", "etc/group")
+		if err != nil {
+			return err
+		}
+		if c, err = agnhostContent(dir, bin, etc["etc/passwd"], etc["etc/group"]); err != nil {
+			return err
+		}
 		html, err := sourceFiles(filepath.Join(dir, "test", "images", name, "html"), name+".jpg", "data.json")
 		if err != nil {
 			return err
 		}
-		c = imageContent{base: s.Inputs[plan.InputBase], extra: html, config: oci.Config{Cmd: []string{"test-webserver"}}}
+		c.under = []oci.Layer{oci.LayerFromTarGz(rootfs)}
+		c.extra = append(c.extra, html...)
+		c.config.Cmd = []string{"test-webserver"}
 	case config.TestImageNonewprivs:
 		bin, err := compiled("nonewprivs")
 		if err != nil {
@@ -194,6 +203,42 @@ func (b *Builders) buildTestImage(ctx context.Context, s plan.Step) error {
 	}
 	c.config.Labels = map[string]string{"org.opencontainers.image.version": tag, "org.opencontainers.image.title": name}
 	return b.image(ctx, s, c)
+}
+
+// agnhostContent is what agnhost's Dockerfile adds to its base, less the
+// packages (see the Debian rootfs for agnhost, Alpine's busybox for
+// kitten and nautilus): the binary at /agnhost (bin) and its agnhost-2
+// link, porter's certificate and key from the Kubernetes source in dir,
+// /uploads, and the user and groups the tests expect, added to the base's
+// passwd and group.
+func agnhostContent(dir, bin string, passwd, group []byte) (imageContent, error) {
+	porter, err := sourceFiles(filepath.Join(dir, "test", "images", "agnhost", "porter"), "localhost.crt", "localhost.key")
+	if err != nil {
+		return imageContent{}, err
+	}
+	return imageContent{
+		files: map[string]string{"/agnhost": bin},
+		dirs:  []string{"/uploads"},
+		extra: append(porter,
+			oci.File{Path: "agnhost-2", Link: "agnhost"},
+			oci.File{Path: "etc/passwd", Data: appendLines(passwd, "user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh")},
+			oci.File{Path: "etc/group", Data: appendLines(group, "user-defined-in-image:x:1000:", "group-defined-in-image:x:50000:user-defined-in-image")},
+		),
+		config: oci.Config{Entrypoint: []string{"/agnhost"}, Cmd: []string{"pause"}, WorkingDir: "/"},
+	}, nil
+}
+
+// appendLines returns a copy of a line-based file with lines added, on
+// lines of their own even if the file lacks a final newline.
+func appendLines(file []byte, lines ...string) []byte {
+	out := bytes.Clone(file)
+	if len(out) > 0 && out[len(out)-1] != '\n' {
+		out = append(out, '\n')
+	}
+	for _, l := range lines {
+		out = append(append(out, l...), '\n')
+	}
+	return out
 }
 
 // sourceFiles reads the files names of dir (in the module cache: read,

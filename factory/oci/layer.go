@@ -3,6 +3,8 @@ package oci
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -172,4 +174,82 @@ func writeDir(w io.Writer, root string) error {
 		return fmt.Errorf("layer from directory %s: %w", root, err)
 	}
 	return tw.Close()
+}
+
+// LayerFromTarGz is the gzip-compressed tar archive at path as a layer,
+// entries as they are, the way a Dockerfile's ADD unpacks a local archive
+// (Alpine's minirootfs is published so, under a FROM scratch).
+func LayerFromTarGz(path string) Layer {
+	return func() (io.ReadCloser, error) {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("layer from archive: %w", err)
+		}
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("layer from archive %s: %w", path, err)
+		}
+		return gzipFile{zr, f}, nil
+	}
+}
+
+type gzipFile struct {
+	*gzip.Reader
+	f *os.File
+}
+
+func (g gzipFile) Close() error { return errors.Join(g.Reader.Close(), g.f.Close()) }
+
+// ReadTarGz returns the content of the regular files names (paths inside
+// the archive, e.g. "etc/passwd"; a leading "./" or "/" in either is
+// ignored) of the gzip-compressed tar archive at path. A name the archive
+// lacks, or holds as other than a regular file, is an error.
+func ReadTarGz(path string, names ...string) (map[string][]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	clean := func(n string) string { return strings.TrimPrefix(strings.TrimPrefix(n, "./"), "/") }
+	want := map[string]bool{}
+	for _, n := range names {
+		want[clean(n)] = true
+	}
+	out := map[string][]byte{}
+	tr := tar.NewReader(zr)
+	for len(out) < len(want) {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		n := clean(h.Name)
+		if !want[n] {
+			continue
+		}
+		if h.Typeflag != tar.TypeReg {
+			return nil, fmt.Errorf("%s: %s is not a regular file", path, n)
+		}
+		if out[n], err = io.ReadAll(tr); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", path, n, err)
+		}
+	}
+	var missing []string
+	for n := range want {
+		if _, ok := out[n]; !ok {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return nil, fmt.Errorf("%s: no %s", path, strings.Join(missing, ", "))
+	}
+	return out, nil
 }

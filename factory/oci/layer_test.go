@@ -3,9 +3,11 @@ package oci
 import (
 	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -97,4 +99,87 @@ func TestLayerFromFiles(t *testing.T) {
 	if _, err := LayerFromFiles([]File{{Path: "../escape"}})(); err == nil {
 		t.Error("a path leaving the root was accepted")
 	}
+}
+
+func writeTarGz(t *testing.T, entries ...*tar.Header) string {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, h := range entries {
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := tw.Write([]byte(h.Name + " content")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "rootfs.tar.gz")
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestTarGz(t *testing.T) {
+	reg := func(name string) *tar.Header {
+		return &tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(name + " content"))}
+	}
+	p := writeTarGz(t,
+		&tar.Header{Name: "./etc/", Typeflag: tar.TypeDir, Mode: 0o755},
+		reg("./etc/passwd"), reg("./etc/group"),
+		&tar.Header{Name: "./etc/os-release", Typeflag: tar.TypeSymlink, Linkname: "../usr/lib/os-release"},
+	)
+	got, err := ReadTarGz(p, "etc/passwd", "/etc/group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got["etc/passwd"]) != "./etc/passwd content" || string(got["etc/group"]) != "./etc/group content" || len(got) != 2 {
+		t.Errorf("ReadTarGz = %q", got)
+	}
+	if _, err := ReadTarGz(p, "etc/passwd", "etc/shadow", "etc/hosts"); err == nil || !strings.Contains(err.Error(), "no etc/hosts, etc/shadow") {
+		t.Errorf("missing files: %v", err)
+	}
+	if _, err := ReadTarGz(p, "etc/os-release"); err == nil || !strings.Contains(err.Error(), "etc/os-release is not a regular file") {
+		t.Errorf("symlink: %v", err)
+	}
+
+	// The layer is the archive's tar stream, entries as they are.
+	tr := tar.NewReader(bytes.NewReader(readLayer(t, LayerFromTarGz(p))))
+	var names []string
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, h.Name)
+	}
+	if want := "./etc/ ./etc/passwd ./etc/group ./etc/os-release"; strings.Join(names, " ") != want {
+		t.Errorf("layer entries = %v, want %s", names, want)
+	}
+	if _, err := LayerFromTarGz(filepath.Join(t.TempDir(), "nope.tar.gz"))(); err == nil {
+		t.Error("a missing archive made a layer")
+	}
+	if _, err := LayerFromTarGz(writeNotGzip(t))(); err == nil || !strings.Contains(err.Error(), "gzip") {
+		t.Errorf("an uncompressed archive: %v", err)
+	}
+}
+
+func writeNotGzip(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "plain.tar.gz")
+	if err := os.WriteFile(p, []byte("this is a plain file, not a gzip archive"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

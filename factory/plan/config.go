@@ -231,14 +231,6 @@ func (g *graph) conformance(k config.Kubernetes, mirror string, onRootfs func(st
 		InputFrom: from, InputModule: config.DefaultKubernetesModule, InputVersion: k.Version,
 	}}, true)
 	refs := k.TestImageRefs()
-	// kitten and nautilus are agnhost's image plus their files, as
-	// upstream builds them: on the agnhost of the same list.
-	agnhost := ""
-	for i, img := range c.TestImages {
-		if name, _, _ := strings.Cut(img, ":"); name == config.TestImageAgnhost && agnhost == "" {
-			agnhost = refs[i]
-		}
-	}
 	for i, img := range c.TestImages {
 		name, tag, _ := strings.Cut(img, ":")
 		s := Step{ID: TestImageID(img), Kind: KindTestImage, Image: refs[i], Target: true, Published: true, Inputs: map[string]string{
@@ -246,12 +238,14 @@ func (g *graph) conformance(k config.Kubernetes, mirror string, onRootfs func(st
 		}}
 		switch name {
 		case config.TestImageKitten, config.TestImageNautilus:
-			if agnhost == "" {
-				g.err = errors.Join(g.err, fmt.Errorf("step %q: builds on agnhost, which build.kubernetes %s's conformance.testImages does not list", s.ID, k.Version))
+			// agnhost and their files on Alpine's minirootfs, as
+			// upstream's are on its agnhost (an Alpine image); on no
+			// Debian rootfs.
+			if c.Alpine.Version == "" {
+				g.err = errors.Join(g.err, fmt.Errorf("step %q: builds on Alpine's minirootfs, and build.kubernetes %s's conformance.alpine names no version", s.ID, k.Version))
 				continue
 			}
-			s.Inputs[InputBase] = agnhost
-			s.Deps = []string{TestImageID(strings.TrimPrefix(agnhost, strings.TrimSuffix(c.TestImageRepository, "/")+"/"))}
+			s.Inputs[InputAlpine] = c.Alpine.String()
 		case config.TestImageBusyBox:
 			// Compiled from BusyBox's release, which Debian's archive
 			// serves; on no rootfs.

@@ -90,7 +90,8 @@ const (
 	// module and version (the k8s.io/kubernetes whose
 	// test/utils/image/manifest.go names the tag, and whose
 	// test/images holds the sources), from (the rootfs) except for
-	// busybox, and base (the agnhost image) for kitten and nautilus.
+	// busybox, kitten and nautilus, and alpine (the module holding
+	// Alpine's minirootfs) for kitten and nautilus.
 	KindTestImage Kind = "e2e-test-image"
 )
 
@@ -125,7 +126,7 @@ const (
 	InputHarness     = "harness"      // "true": compiled as the suite is, sharing its packages (gobuild.Target.Harness)
 	InputName        = "name"         // an e2e test image's name, e.g. agnhost
 	InputTag         = "tag"          // an e2e test image's tag, e.g. 2.66.1
-	InputBase        = "base"         // image a test image is built on that is not a rootfs
+	InputAlpine      = "alpine"       // module@version holding Alpine's minirootfs
 )
 
 // Step is one image to build.

@@ -138,8 +138,9 @@ func TestNewFromRepoConfig(t *testing.T) {
 		t.Errorf("conformance/v1.37.2 = %+v", conf)
 	}
 	kitten, _ := p.Step("e2e-test-image/kitten:1.8")
-	if kitten.Image != "registry.k8s.io/e2e-test-images/kitten:1.8" || kitten.Inputs[InputBase] != "registry.k8s.io/e2e-test-images/agnhost:2.66.1" ||
-		!slices.Equal(kitten.Deps, []string{"e2e-test-image/agnhost:2.66.1"}) {
+	// kitten is on Alpine's minirootfs, from the module proxy: on no image.
+	if kitten.Image != "registry.k8s.io/e2e-test-images/kitten:1.8" || kitten.Inputs[InputAlpine] != "github.com/alpinelinux/docker-alpine@v0.0.0-20260614000913-398ff0c866d2" ||
+		len(kitten.Deps) != 0 || kitten.Inputs[InputFrom] != "" || kitten.Inputs[InputVersion] != "v1.37.2" {
 		t.Errorf("kitten = %+v", kitten)
 	}
 	// busybox is compiled from BusyBox's release, on no rootfs.
@@ -233,10 +234,17 @@ func TestDecide(t *testing.T) {
 				c.Build.Debian.Mirror = "http://snapshot.debian.org/archive/debian/20261130T000000Z"
 			},
 			want: []string{"conformance/v1.37.2", "e2e-test-image/agnhost:2.55", "e2e-test-image/agnhost:2.66.1",
-				"e2e-test-image/busybox:1.37.0-2", "e2e-test-image/glibc-dns-testing:2.1.1", "e2e-test-image/kitten:1.8", "e2e-test-image/nautilus:1.8",
+				"e2e-test-image/busybox:1.37.0-2", "e2e-test-image/glibc-dns-testing:2.1.1",
 				"e2e-test-image/nginx:1.27.0-2", "e2e-test-image/nonewprivs:1.4", "e2e-test-image/nonroot:1.5",
 				"e2e-test-image/sample-apiserver:1.29.2", "haproxy", "kind-base", "kube-proxy/v1.36.3", "kube-proxy/v1.37.2", "kube-router",
 				"node/v1.36.3", "node/v1.37.2", "rootfs/e2e-tools", "rootfs/haproxy", "rootfs/net", "rootfs/node"},
+		},
+		{
+			name: "Alpine release",
+			change: func(c *config.Config) {
+				c.Build.Kubernetes[1].Conformance.Alpine.Version = "v0.0.0-20260622060631-4ad948cca27e"
+			},
+			want: []string{"e2e-test-image/kitten:1.8", "e2e-test-image/nautilus:1.8"},
 		},
 		{
 			name:   "containerd bump with the modules runtime",

@@ -100,6 +100,10 @@ func TestValidateNamesTheField(t *testing.T) {
 			`build.kubernetes[1].conformance.rootfs: Invalid value: no build.debian.rootfs is named "nope"`},
 		{"conformance test image name", func(c *Config) { c.Build.Kubernetes[1].Conformance.TestImages[0] = "agnhostx:2.66.1" },
 			`build.kubernetes[1].conformance.testImages[0]: Invalid value: "agnhostx:2.66.1": the factory builds no test image "agnhostx"`},
+		{"kitten without alpine", func(c *Config) { c.Build.Kubernetes[1].Conformance.Alpine.Version = "" },
+			`build.kubernetes[1].conformance.alpine.version: Required value: testImages[5] "kitten:1.8" is built on Alpine's minirootfs`},
+		{"alpine version", func(c *Config) { c.Build.Kubernetes[1].Conformance.Alpine.Version = "3.24.1" },
+			`build.kubernetes[1].conformance.alpine.version: Invalid value: "3.24.1" is not a semantic version`},
 		{"conformance test image tag", func(c *Config) { c.Build.Kubernetes[1].Conformance.TestImages[0] = "agnhost" },
 			`build.kubernetes[1].conformance.testImages[0]: Invalid value: "agnhost" is not <name>:<tag>`},
 		{"conformance test image of two versions", func(c *Config) {

@@ -24,6 +24,7 @@ const (
 	DefaultCoreDNSModule    = "github.com/coredns/coredns"
 	DefaultCertManager      = "github.com/cert-manager/cert-manager"
 	DefaultKustomizeModule  = "sigs.k8s.io/kustomize/kustomize/v5"
+	DefaultAlpineModule     = "github.com/alpinelinux/docker-alpine"
 )
 
 // Other defaults of the build section.
@@ -330,6 +331,7 @@ func (c *Config) Default() {
 		if c := k.Conformance; c != nil {
 			setIfEmpty(&c.Image, strings.TrimSuffix(k.ImageRepository, "/")+"/conformance:"+k.Version)
 			setIfEmpty(&c.TestImageRepository, DefaultTestImageRepository)
+			setIfEmpty(&c.Alpine.Path, DefaultAlpineModule)
 		}
 		setIfEmpty(&k.Etcd.Path, DefaultEtcdModule)
 		setIfEmpty(&k.CoreDNS.Path, DefaultCoreDNSModule)

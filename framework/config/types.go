@@ -450,6 +450,15 @@ type Conformance struct {
 	// must be one of TestImageNames. The build checks every tag against
 	// manifest.go. At least one.
 	TestImages []string `json:"testImages"`
+	// Alpine is the module that holds Alpine Linux's minirootfs, as
+	// Alpine's docker-alpine repository lays it out
+	// (<arch>/alpine-minirootfs-<release>-<arch>.tar.gz, listed in
+	// checksums.sha512); the module proxy serves it at a pseudo-version
+	// of a release commit. kitten and nautilus are agnhost on it, as
+	// upstream's are: the ImageVolume test reads Alpine's os-release
+	// from kitten. Required when TestImages lists either; the module
+	// path defaults to github.com/alpinelinux/docker-alpine.
+	Alpine Module `json:"alpine,omitzero"`
 }
 
 // The e2e test images the image factory knows how to build (see

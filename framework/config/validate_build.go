@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"golang.org/x/mod/semver"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Checks of the build section: every image the build makes, its inputs,
@@ -112,6 +113,9 @@ func (b *Build) validate(e *errs) {
 		if c := k.Conformance; c != nil {
 			e.ref(f+".conformance.image", c.Image)
 			hasRootfs(f+".conformance.rootfs", c.Rootfs)
+			if c.Alpine.Version != "" {
+				e.version(f+".conformance.alpine.version", c.Alpine.Version)
+			}
 			if len(c.TestImages) == 0 {
 				e.add(f+".conformance.testImages", "at least one is required")
 			}
@@ -121,6 +125,8 @@ func (b *Build) validate(e *errs) {
 					e.add(fmt.Sprintf("%s.conformance.testImages[%d]", f, n), "%q is not <name>:<tag>", img)
 				} else if !slices.Contains(TestImageNames, name) {
 					e.add(fmt.Sprintf("%s.conformance.testImages[%d]", f, n), "%q: the factory builds no test image %q (it builds %s)", img, name, strings.Join(TestImageNames, ", "))
+				} else if (name == TestImageKitten || name == TestImageNautilus) && c.Alpine.Version == "" {
+					*e = append(*e, field.Required(field.NewPath(f+".conformance.alpine.version"), fmt.Sprintf("testImages[%d] %q is built on Alpine's minirootfs", n, img)))
 				}
 			}
 		}
