@@ -94,6 +94,10 @@ const (
 	// LabelKCPAdoption marks the spec in which a KubeadmControlPlane adopts
 	// a standalone control-plane Machine.
 	LabelKCPAdoption = "kcp-adoption"
+	// LabelKCPInfraAdoption marks the spec in which a new
+	// KubeadmControlPlane adopts the machines of a Cluster whose Cluster
+	// API objects were deleted (upstream's KCPInfraAdoptionSpec).
+	LabelKCPInfraAdoption = "kcp-infra-adoption"
 	// LabelSlow marks specs that take more than about 20 minutes on a CI
 	// machine.
 	LabelSlow = "slow"
