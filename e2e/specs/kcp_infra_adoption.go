@@ -95,10 +95,7 @@ func KCPInfraAdoptionSpec(inputGetter func() KCPInfraAdoptionSpecInput) {
 // spec's cleanup begins, installs the cloud-controller-manager for every
 // Cluster of that name it has not been installed for (a new UID).
 func followCluster(in CommonInput, spec string, proxy framework.ClusterProxy, namespace, cluster string) {
-	if in.Tracker != nil {
-		Expect(in.Tracker.Track(context.Background(), cluster)).To(Succeed(), "track cluster %s", cluster)
-	}
-	DeferCleanup(func(ctx SpecContext) { upstreamCleanup(ctx, in, cluster) }, NodeTimeout(cleanupAllowance))
+	trackUpstreamCluster(context.Background(), in, cluster)
 	if in.CloudControllerManager == nil {
 		return
 	}

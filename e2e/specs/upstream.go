@@ -43,10 +43,7 @@ func upstreamWaiters(in CommonInput, spec string) clusterctl.ControlPlaneWaiters
 	return clusterctl.ControlPlaneWaiters{
 		WaitForControlPlaneInitialized: func(ctx context.Context, ain clusterctl.ApplyCustomClusterTemplateAndWaitInput, res *clusterctl.ApplyCustomClusterTemplateAndWaitResult) {
 			cluster, namespace := ain.ClusterName, ain.Namespace
-			if in.Tracker != nil {
-				Expect(in.Tracker.Track(ctx, cluster)).To(Succeed(), "track cluster %s", cluster)
-			}
-			DeferCleanup(func(ctx SpecContext) { upstreamCleanup(ctx, in, cluster) }, NodeTimeout(cleanupAllowance))
+			trackUpstreamCluster(ctx, in, cluster)
 			if in.CloudControllerManager != nil {
 				By("install the cloud controller manager of " + cluster)
 				Expect(in.CloudControllerManager.Install(ctx, ain.ClusterProxy.GetClient(), namespace, cluster)).To(Succeed(), "install the cloud controller manager of %s", cluster)
@@ -78,6 +75,15 @@ func defaultControlPlaneWaiters() clusterctl.ControlPlaneWaiters {
 			}, in.WaitForControlPlaneIntervals...)
 		},
 	}
+}
+
+// trackUpstreamCluster records cluster of an upstream spec (Tracker) and
+// registers upstreamCleanup, to run after upstream's own cleanup.
+func trackUpstreamCluster(ctx context.Context, in CommonInput, cluster string) {
+	if in.Tracker != nil {
+		Expect(in.Tracker.Track(ctx, cluster)).To(Succeed(), "track cluster %s", cluster)
+	}
+	DeferCleanup(func(ctx SpecContext) { upstreamCleanup(ctx, in, cluster) }, NodeTimeout(cleanupAllowance))
 }
 
 // upstreamCleanup runs after an upstream spec's own cleanup deleted its

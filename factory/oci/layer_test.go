@@ -25,6 +25,24 @@ func readLayer(t *testing.T, l Layer) []byte {
 	return b
 }
 
+// layerNames returns the names of l's entries, in order.
+func layerNames(t *testing.T, l Layer) []string {
+	t.Helper()
+	var names []string
+	tr := tar.NewReader(bytes.NewReader(readLayer(t, l)))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, h.Name)
+	}
+	return names
+}
+
 // The digest is computed on one read and the archive written on another:
 // both must give the same bytes, even though reading changes atimes.
 func TestLayerFromDirIsStable(t *testing.T) {
@@ -74,19 +92,7 @@ func TestLayerFromDirIsStable(t *testing.T) {
 }
 
 func TestLayerFromFiles(t *testing.T) {
-	b := readLayer(t, LayerFromFiles([]File{{Path: "/x/y/z", Data: []byte("1")}, {Path: "x/l", Link: "y/z"}}))
-	var names []string
-	tr := tar.NewReader(bytes.NewReader(b))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, h.Name)
-	}
+	names := layerNames(t, LayerFromFiles([]File{{Path: "/x/y/z", Data: []byte("1")}, {Path: "x/l", Link: "y/z"}}))
 	want := []string{"x/", "x/y/", "x/y/z", "x/l"}
 	if len(names) != len(want) {
 		t.Fatalf("entries %v, want %v", names, want)
@@ -153,18 +159,7 @@ func TestTarGz(t *testing.T) {
 	}
 
 	// The layer is the archive's tar stream, entries as they are.
-	tr := tar.NewReader(bytes.NewReader(readLayer(t, LayerFromTarGz(p))))
-	var names []string
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, h.Name)
-	}
+	names := layerNames(t, LayerFromTarGz(p))
 	if want := "./etc/ ./etc/passwd ./etc/group ./etc/os-release"; strings.Join(names, " ") != want {
 		t.Errorf("layer entries = %v, want %s", names, want)
 	}
