@@ -4,8 +4,8 @@
 //
 // It lays the files out as kind's Dockerfile does, with the changes this
 // harness's machines need (see BaseFiles): containerd may not lower
-// oom_score_adj, and kubelet gets its cgroups in every writable cgroup v1
-// hierarchy. containerd, ctr, the runc shim, runc and the CNI plugins come
+// oom_score_adj, kubelet gets its cgroups in every writable cgroup v1
+// hierarchy, and on a cgroup v1 host runc uses the cgroupfs driver. containerd, ctr, the runc shim, runc and the CNI plugins come
 // either from the rootfs's Debian packages, linked where kind expects them
 // (RuntimeFromDebian), or from their Go modules, built as kind's Dockerfile
 // builds them and put where it puts them (RuntimeFromModules); crictl is
@@ -182,6 +182,11 @@ const (
 	CgroupV1ScriptPath = "kind/bin/create-kubelet-cgroup-v1.sh"
 	// CgroupV1DropInPath runs it before kubelet starts.
 	CgroupV1DropInPath = "etc/systemd/system/kubelet.service.d/12-capd-e2e-cgroup-v1.conf"
+	// CgroupfsScriptPath is containerd's ExecStartPre that puts runc on the
+	// cgroupfs driver on a cgroup v1 host (CgroupfsScript).
+	CgroupfsScriptPath = "kind/bin/use-cgroupfs-on-cgroup-v1.sh"
+	// CgroupfsDropInPath runs it before containerd starts.
+	CgroupfsDropInPath = "etc/systemd/system/containerd.service.d/12-capd-e2e-cgroupfs.conf"
 )
 
 // CRIPluginTable is the TOML table of containerd's CRI plugin in the
@@ -208,6 +213,8 @@ const RegistryConfigDir = "/etc/containerd/certs.d"
 //     host, systemd in the node mounts some controllers (hugetlb, net_cls,
 //     perf_event) only after kind's entrypoint created kubelet's cgroups, and
 //     kubelet refuses to start when one hierarchy lacks them;
+//   - on a cgroup v1 host, containerd runs runc with the cgroupfs driver
+//     (CgroupfsScript, run by CgroupfsDropInPath before containerd starts);
 //   - containerd reads registry hosts from RegistryConfigDir (the CRI
 //     plugin's registry config_path, unset in kind's file): containerd 1.7
 //     reads no hosts.toml without it, and a node could not be given a
@@ -254,6 +261,8 @@ func BaseFiles(dir string) ([]oci.File, error) {
 	files = append(files,
 		oci.File{Path: CgroupV1ScriptPath, Mode: 0o755, Data: []byte(CgroupV1Script)},
 		oci.File{Path: CgroupV1DropInPath, Mode: 0o644, Data: []byte(cgroupV1DropIn)},
+		oci.File{Path: CgroupfsScriptPath, Mode: 0o755, Data: []byte(CgroupfsScript)},
+		oci.File{Path: CgroupfsDropInPath, Mode: 0o644, Data: []byte(cgroupfsDropIn)},
 	)
 	return files, nil
 }
@@ -284,6 +293,50 @@ const cgroupV1DropIn = `# Installed by capd-e2e: kubelet needs its cgroups in ev
 # hierarchy, including those systemd mounts after kind's entrypoint ran.
 [Service]
 ExecStartPre=/` + CgroupV1ScriptPath + `
+`
+
+// CgroupfsScript sets SystemdCgroup = false for every runc runtime in
+// containerd's config when the host has cgroup v1, so that runc manages
+// containers' cgroups with its cgroupfs driver; on cgroup v2 it does
+// nothing. runc's systemd driver on cgroup v1 freezes a container's cgroup
+// before it changes the unit's properties, and the v1 freezer gives up when
+// processes keep forking in it ("unable to freeze"): under the load of a
+// conformance run on 2 cores that failed one container start in a hundred
+// (docs/conformance.md). The cgroupfs driver does not freeze.
+//
+// kubelet takes its cgroup driver from the CRI (KubeletCgroupDriverFromCRI,
+// on by default), which containerd answers from the default runc runtime's
+// SystemdCgroup, so the kubeadm config's cgroupDriver: systemd is
+// overridden without touching it. containerd answers only from 2.0 on (1.7
+// only in releases of 2025), so the script leaves a containerd 1.x alone:
+// kubelet would fall back to its config's systemd and the two would differ.
+//
+// CAPD_E2E_CGROUP_ROOT and CAPD_E2E_CONTAINERD_CONFIG name other paths for
+// the package's tests; systemd sets neither.
+const CgroupfsScript = `#!/bin/sh
+# Installed by capd-e2e: see factory/kindbase.
+set -eu
+root=${CAPD_E2E_CGROUP_ROOT:-/sys/fs/cgroup}
+config=${CAPD_E2E_CONTAINERD_CONFIG:-/etc/containerd/config.toml}
+[ -f "$root/cgroup.controllers" ] && exit 0
+version=$(containerd --version | awk '{ print $3 }')
+major=${version#v}
+major=${major%%.*}
+case "$major" in
+  ''|*[!0-9]*) echo "capd-e2e: cannot read containerd's version from '$version'; keeping its cgroup driver" >&2; exit 0 ;;
+esac
+if [ "$major" -lt 2 ]; then
+  echo "capd-e2e: containerd $version may not report its cgroup driver to kubelet; keeping systemd" >&2
+  exit 0
+fi
+sed -i 's/^\([[:space:]]*SystemdCgroup[[:space:]]*=[[:space:]]*\)true/\1false/' "$config"
+echo "capd-e2e: cgroup v1 host: runc uses the cgroupfs driver" >&2
+`
+
+const cgroupfsDropIn = `# Installed by capd-e2e: runc's systemd cgroup driver freezes containers
+# on cgroup v1 and fails under load; use cgroupfs there.
+[Service]
+ExecStartPre=/` + CgroupfsScriptPath + `
 `
 
 // FirstBootUnits are the systemd units that rebuild, on a machine's first

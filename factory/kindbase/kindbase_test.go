@@ -1,7 +1,9 @@
 package kindbase
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -95,6 +97,8 @@ func TestBaseFiles(t *testing.T) {
 		"etc/systemd/system/kubelet.service": 0o644,
 		CgroupV1ScriptPath:                   0o755,
 		CgroupV1DropInPath:                   0o644,
+		CgroupfsScriptPath:                   0o755,
+		CgroupfsDropInPath:                   0o644,
 	} {
 		if modes[p] != want {
 			t.Errorf("%s: mode %o, want %o", p, modes[p], want)
@@ -122,6 +126,9 @@ func TestBaseFiles(t *testing.T) {
 	}
 	if !strings.Contains(content[CgroupV1DropInPath], "ExecStartPre=/"+CgroupV1ScriptPath+"\n") {
 		t.Errorf("drop-in does not run the cgroup script:\n%s", content[CgroupV1DropInPath])
+	}
+	if !strings.Contains(content[CgroupfsDropInPath], "[Service]\nExecStartPre=/"+CgroupfsScriptPath+"\n") {
+		t.Errorf("containerd drop-in does not run the cgroupfs script:\n%s", content[CgroupfsDropInPath])
 	}
 }
 
@@ -192,5 +199,69 @@ func TestBuildRuntimeBadInput(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "module@version") {
 			t.Errorf("%s: err = %v, want one naming %q and module@version", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestCgroupfsScript runs the script with sh against a fake cgroup root,
+// a copy of kind's containerd config and a fake containerd on PATH.
+func TestCgroupfsScript(t *testing.T) {
+	kindConfig := `[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+    # use systemd cgroup by default
+    SystemdCgroup = true
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.test-handler.options]
+    SystemdCgroup = true
+`
+	for name, tc := range map[string]struct {
+		cgroupV2 bool
+		version  string // what containerd --version prints
+		want     string // SystemdCgroup's value in both runtimes afterwards
+		stderr   string
+	}{
+		"v1 host, containerd 2":   {version: "containerd github.com/containerd/containerd/v2 v2.3.4 abc", want: "false", stderr: "runc uses the cgroupfs driver"},
+		"v2 host":                 {cgroupV2: true, version: "containerd github.com/containerd/containerd/v2 v2.3.4 abc", want: "true"},
+		"v1 host, Debian's 1.7":   {version: "containerd github.com/containerd/containerd 1.7.24~ds1 1.7.24~ds1-6", want: "true", stderr: "keeping systemd"},
+		"v1 host, odd version":    {version: "containerd", want: "true", stderr: "cannot read containerd's version"},
+		"v1 host, containerd v10": {version: "containerd github.com/containerd/containerd/v10 v10.0.0 abc", want: "false"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			root, bin, config := filepath.Join(dir, "cgroup"), filepath.Join(dir, "bin"), filepath.Join(dir, "config.toml")
+			for _, d := range []string{root, bin} {
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.cgroupV2 {
+				if err := os.WriteFile(filepath.Join(root, "cgroup.controllers"), []byte("cpu memory\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			fake := "#!/bin/sh\necho '" + tc.version + "'\n"
+			if err := os.WriteFile(filepath.Join(bin, "containerd"), []byte(fake), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(config, []byte(kindConfig), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("sh", "-c", CgroupfsScript)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"),
+				"CAPD_E2E_CGROUP_ROOT="+root, "CAPD_E2E_CONTAINERD_CONFIG="+config)
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("script: %v\n%s", err, stderr.String())
+			}
+			got, err := os.ReadFile(config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := strings.ReplaceAll(kindConfig, "SystemdCgroup = true", "SystemdCgroup = "+tc.want)
+			if string(got) != want {
+				t.Errorf("config:\n%s\nwant:\n%s", got, want)
+			}
+			if !strings.Contains(stderr.String(), tc.stderr) {
+				t.Errorf("stderr %q, want it to contain %q", stderr.String(), tc.stderr)
+			}
+		})
 	}
 }
