@@ -28,6 +28,8 @@ package specs
 //	ClusterDeletionSpec      cluster-deletion                ClusterClass
 //	ClusterClassChangesSpec  clusterclass-changes            ClusterClass
 //	KCPAdoptionSpec          kcp-adoption
+//	KCPInfraAdoptionSpec     kcp-infra-adoption              ClusterClass
+//	NodeDrainTimeoutSpec     node-drain                      ClusterClass
 //
 // capd-e2e's own suite (e2e/) puts PR-Blocking and ClusterClass on the
 // quick-start with the topology flavor, as upstream's PR gate does.
@@ -98,6 +100,10 @@ const (
 	// KubeadmControlPlane adopts the machines of a Cluster whose Cluster
 	// API objects were deleted (upstream's KCPInfraAdoptionSpec).
 	LabelKCPInfraAdoption = "kcp-infra-adoption"
+	// LabelNodeDrain marks the spec that checks the order and the blocking
+	// of a Node's drain (upstream's node-drain, which upstream does not
+	// label).
+	LabelNodeDrain = "node-drain"
 	// LabelSlow marks specs that take more than about 20 minutes on a CI
 	// machine.
 	LabelSlow = "slow"

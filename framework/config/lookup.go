@@ -112,6 +112,14 @@ func ConformanceTestImagesVariable(version string) string {
 	return "CONFORMANCE_TEST_IMAGES_" + versionSuffix(version)
 }
 
+// PauseImageVariable names the variable through which upstream's
+// E2EConfig tells the specs a version's pause image (build.kubernetes[]
+// .pause.image), e.g. PAUSE_IMAGE_1_36_3: a spec whose pods run a pause
+// image the nodes do not hold can load it from the engine.
+func PauseImageVariable(version string) string {
+	return "PAUSE_IMAGE_" + versionSuffix(version)
+}
+
 func versionSuffix(version string) string {
 	return strings.NewReplacer(".", "_", "-", "_", "+", "_").Replace(strings.TrimPrefix(version, "v"))
 }

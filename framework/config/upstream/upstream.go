@@ -51,10 +51,11 @@ func E2EConfig(c *config.Config, renderDir string) (*clusterctl.E2EConfig, error
 		}
 		out.Providers = append(out.Providers, up)
 	}
-	// What the conformance specs need of each version's conformance
-	// section, which upstream's config has no place for; a variable of the
-	// same name in the config wins.
+	// What the specs need of each version's build entry, which upstream's
+	// config has no place for: its pause image, and its conformance
+	// section. A variable of the same name in the config wins.
 	for _, k := range c.Build.Kubernetes {
+		out.Variables[config.PauseImageVariable(k.Version)] = k.Pause.Image
 		if k.Conformance != nil {
 			out.Variables[config.ConformanceImageVariable(k.Version)] = k.ConformanceImage()
 			out.Variables[config.ConformanceTestImagesVariable(k.Version)] = strings.Join(k.TestImageRefs(), " ")

@@ -29,10 +29,11 @@ func TestE2EConfigMatchesOurs(t *testing.T) {
 	if up.ManagementClusterName != ours.ManagementClusterName {
 		t.Errorf("ManagementClusterName = %q, want %q", up.ManagementClusterName, ours.ManagementClusterName)
 	}
-	// Ours, plus what the conformance specs need of each version's
-	// conformance section.
+	// Ours, plus each version's pause image and what the conformance
+	// specs need of its conformance section.
 	want := maps.Clone(ours.Variables)
 	for _, k := range ours.Build.Kubernetes {
+		want[config.PauseImageVariable(k.Version)] = k.Pause.Image
 		if k.Conformance != nil {
 			want[config.ConformanceImageVariable(k.Version)] = k.ConformanceImage()
 			want[config.ConformanceTestImagesVariable(k.Version)] = strings.Join(k.TestImageRefs(), " ")
@@ -43,6 +44,9 @@ func TestE2EConfigMatchesOurs(t *testing.T) {
 	}
 	if got := up.Variables["CONFORMANCE_IMAGE_1_37_2"]; got != "registry.k8s.io/conformance:v1.37.2" {
 		t.Errorf("CONFORMANCE_IMAGE_1_37_2 = %q", got)
+	}
+	if got := up.Variables["PAUSE_IMAGE_1_36_3"]; got != "registry.k8s.io/pause:3.10.2" {
+		t.Errorf("PAUSE_IMAGE_1_36_3 = %q", got)
 	}
 	if len(up.Intervals) != len(ours.IntervalsByKey) {
 		t.Errorf("Intervals differ:\nupstream %v\nours     %v", up.Intervals, ours.IntervalsByKey)
