@@ -293,5 +293,5 @@ func (r *run) testImages(version string) string {
 	list := r.in.E2EConfig.GetVariableOrEmpty(name)
 	Expect(list).ToNot(BeEmpty(), "%s: variable %s is unset: the e2e test images of Kubernetes %s's conformance tests (give build.kubernetes %s a conformance section)",
 		r.spec, name, version, version)
-	return preloadWith(r.in.E2EConfig, strings.Fields(list)...)
+	return preloadWith(r.in.E2EConfig.GetVariableOrEmpty(varDockerPreloadImages), strings.Fields(list)...)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -103,7 +104,6 @@ func NodeDrainTimeoutSpec(inputGetter func() NodeDrainTimeoutSpecInput) {
 			in := inputGetter()
 			ctx := context.Background()
 			Expect(in.E2EConfig).ToNot(BeNil(), "%s: E2EConfig is required", specNodeDrain)
-			Expect(os.MkdirAll(in.ArtifactFolder, 0o750)).To(Succeed(), "%s: create the artifacts folder", specNodeDrain)
 			source := in.PodImage
 			if source == "" {
 				version := in.E2EConfig.MustGetVariable(varKubernetesVersion)
@@ -118,10 +118,12 @@ func NodeDrainTimeoutSpec(inputGetter func() NodeDrainTimeoutSpecInput) {
 				DeferCleanup(func(ctx SpecContext) { Expect(remove(ctx)).To(Succeed()) }, NodeTimeout(cleanupAllowance))
 			}
 			vars := map[string]string{}
-			for k, v := range in.ClusterctlVariables {
-				vars[k] = v
+			maps.Copy(vars, in.ClusterctlVariables)
+			preload, ok := in.ClusterctlVariables[varDockerPreloadImages]
+			if !ok {
+				preload = in.E2EConfig.GetVariableOrEmpty(varDockerPreloadImages)
 			}
-			vars[varDockerPreloadImages] = preloadWith(withVariables(in.E2EConfig, in.ClusterctlVariables), UpstreamDrainPodImage)
+			vars[varDockerPreloadImages] = preloadWith(preload, UpstreamDrainPodImage)
 			configPath := filepath.Join(in.ArtifactFolder, "clusterctl-configs", fmt.Sprintf("%s-%s.yaml", specNodeDrain, rand.String(5)))
 			Expect(os.MkdirAll(filepath.Dir(configPath), 0o750)).To(Succeed())
 			Expect(clusterctl.CopyAndAmendClusterctlConfig(ctx, clusterctl.CopyAndAmendClusterctlConfigInput{
@@ -179,19 +181,6 @@ func provideImage(ctx context.Context, engine Engine, source, target string) (re
 		}
 		return nil
 	}, nil
-}
-
-// withVariables returns e with vars over its variables, as clusterctl
-// sees them when rendering a template with them.
-func withVariables(e *clusterctl.E2EConfig, vars map[string]string) *clusterctl.E2EConfig {
-	if len(vars) == 0 {
-		return e
-	}
-	c := e.DeepCopy()
-	for k, v := range vars {
-		c.Variables[k] = v
-	}
-	return c
 }
 
 // createBlockingVolumeAttachments creates, for each Node of cluster, a

@@ -281,14 +281,14 @@ func preloadImages(c *clusterctl.E2EConfig) string {
 	for _, i := range c.Images {
 		names = append(names, i.Name)
 	}
-	return preloadWith(c, names...)
+	return preloadWith(c.GetVariableOrEmpty(varDockerPreloadImages), names...)
 }
 
-// preloadWith is DOCKER_PRELOAD_IMAGES extended with images, as a YAML
-// flow list.
-func preloadWith(c *clusterctl.E2EConfig, images ...string) string {
+// preloadWith is preload, a value of DOCKER_PRELOAD_IMAGES (a YAML flow
+// list), extended with images.
+func preloadWith(preload string, images ...string) string {
 	var list []string
-	if pre := strings.Trim(strings.TrimSpace(c.GetVariableOrEmpty(varDockerPreloadImages)), "[]"); strings.TrimSpace(pre) != "" {
+	if pre := strings.Trim(strings.TrimSpace(preload), "[]"); strings.TrimSpace(pre) != "" {
 		for _, i := range strings.Split(pre, ",") {
 			list = append(list, strings.TrimSpace(i))
 		}

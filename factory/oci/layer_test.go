@@ -25,19 +25,28 @@ func readLayer(t *testing.T, l Layer) []byte {
 	return b
 }
 
-// layerNames returns the names of l's entries, in order.
-func layerNames(t *testing.T, l Layer) []string {
+// tarHeaders returns the headers of the entries of tar stream b, in order.
+func tarHeaders(t *testing.T, b []byte) []*tar.Header {
 	t.Helper()
-	var names []string
-	tr := tar.NewReader(bytes.NewReader(readLayer(t, l)))
+	var headers []*tar.Header
+	tr := tar.NewReader(bytes.NewReader(b))
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
-			break
+			return headers
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
+		headers = append(headers, h)
+	}
+}
+
+// layerNames returns the names of l's entries, in order.
+func layerNames(t *testing.T, l Layer) []string {
+	t.Helper()
+	var names []string
+	for _, h := range tarHeaders(t, readLayer(t, l)) {
 		names = append(names, h.Name)
 	}
 	return names
@@ -65,15 +74,7 @@ func TestLayerFromDirIsStable(t *testing.T) {
 		t.Fatal("two reads of the same directory differ")
 	}
 	got := map[string]*tar.Header{}
-	tr := tar.NewReader(bytes.NewReader(first))
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, h := range tarHeaders(t, first) {
 		got[h.Name] = h
 	}
 	if h := got["a/b/f"]; h == nil || h.Typeflag != tar.TypeReg || h.Mode&0o777 != 0o600 || h.Size != 7 {
