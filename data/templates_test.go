@@ -176,6 +176,46 @@ var flavors = []flavor{
 		variables: map[string]string{"DOCKER_PRELOAD_IMAGES": `["registry.k8s.io/cluster-api/capd-manager:v1.14.2"]`},
 	},
 	{
+		name: "kcp-scale-in", file: "cluster-template-kcp-scale-in.yaml", topology: true,
+		kinds: map[string]int{
+			"Cluster": 1, "ClusterClass": 1, "DevClusterTemplate": 1, "KubeadmControlPlaneTemplate": 1,
+			"DevMachineTemplate": 2, "DevMachinePoolTemplate": 1, "KubeadmConfigTemplate": 2,
+			"ConfigMap": 1, "ClusterResourceSet": 1,
+		},
+		check: func(objs []client.Object, _ map[string]string) {
+			cluster := find[*clusterv1.Cluster](objs, clusterName)
+			Expect(cluster.Spec.Topology.Variables).To(ContainElement(SatisfyAll(
+				HaveField("Name", "kubeadmControlPlaneMaxSurge"), HaveField("Value.Raw", BeEquivalentTo(`"0"`)))))
+		},
+	},
+	{
+		name: "kcp-pre-drain", file: "cluster-template-kcp-pre-drain.yaml", topology: true,
+		kinds: map[string]int{
+			"Cluster": 1, "ClusterClass": 1, "DevClusterTemplate": 1, "KubeadmControlPlaneTemplate": 1,
+			"DevMachineTemplate": 2, "DevMachinePoolTemplate": 1, "KubeadmConfigTemplate": 2,
+			"ConfigMap": 1, "ClusterResourceSet": 1,
+		},
+		check: func(objs []client.Object, _ map[string]string) {
+			cluster := find[*clusterv1.Cluster](objs, clusterName)
+			Expect(cluster.Spec.Topology.ControlPlane.Metadata.Annotations).To(HaveKeyWithValue("pre-drain.delete.hook.machine.cluster.x-k8s.io/kcp-ready-check", "true"))
+		},
+	},
+	{
+		name: "topology-self-hosted-no-workers", file: "cluster-template-topology-self-hosted-no-workers.yaml", topology: true, noWorkers: true,
+		kinds: map[string]int{
+			"Cluster": 1, "ClusterClass": 1, "DevClusterTemplate": 1, "KubeadmControlPlaneTemplate": 1,
+			"DevMachineTemplate": 2, "DevMachinePoolTemplate": 1, "KubeadmConfigTemplate": 2,
+			"ConfigMap": 1, "ClusterResourceSet": 1,
+		},
+		variables: map[string]string{"DOCKER_PRELOAD_IMAGES": `["registry.k8s.io/cluster-api/capd-manager:v1.14.2"]`},
+		check: func(objs []client.Object, _ map[string]string) {
+			// Its only node runs the controllers: no control-plane taint.
+			cluster := find[*clusterv1.Cluster](objs, clusterName)
+			Expect(cluster.Spec.Topology.Variables).To(ContainElement(SatisfyAll(
+				HaveField("Name", "controlPlaneTaint"), HaveField("Value.Raw", BeEquivalentTo("false")))))
+		},
+	},
+	{
 		name: "self-hosted", file: "cluster-template-self-hosted.yaml",
 		kinds:     baseKinds(nil),
 		variables: map[string]string{"DOCKER_PRELOAD_IMAGES": `["registry.k8s.io/cluster-api/capd-manager:v1.14.2","capd-e2e/cert-manager-substitute:v1.21.2"]`},
