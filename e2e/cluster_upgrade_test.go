@@ -39,3 +39,22 @@ var _ = Describe("When upgrading a cluster and testing Kubernetes conformance", 
 		return specs.ClusterUpgradeConformanceSpecInput{ClusterUpgradeSpecInput: specs.ClusterUpgradeSpecInput{CommonInput: commonInput()}}
 	})
 })
+
+// Upstream's HA upgrades: three control-plane machines, rolled out one at a
+// time with a pre-drain hook the spec releases only while the cluster is
+// healthy (kcp-pre-drain), or by deleting a Machine before creating its
+// replacement (kcp-scale-in).
+var _ = Describe("When upgrading a ClusterClass cluster with a HA control plane", Label(specs.LabelClusterClass), func() {
+	specs.ClusterUpgradeSpec(func() specs.ClusterUpgradeSpecInput {
+		return specs.ClusterUpgradeSpecInput{CommonInput: commonInput(), Flavor: ptr.To("kcp-pre-drain"),
+			ControlPlaneMachineCount: ptr.To[int64](3), WorkerMachineCount: ptr.To[int64](1),
+			ControlPlanePreDrainHook: "pre-drain.delete.hook.machine.cluster.x-k8s.io/kcp-ready-check"}
+	})
+})
+
+var _ = Describe("When upgrading a ClusterClass cluster with a HA control plane by scaling in", Label(specs.LabelClusterClass), func() {
+	specs.ClusterUpgradeSpec(func() specs.ClusterUpgradeSpecInput {
+		return specs.ClusterUpgradeSpecInput{CommonInput: commonInput(), Flavor: ptr.To("kcp-scale-in"),
+			ControlPlaneMachineCount: ptr.To[int64](3), WorkerMachineCount: ptr.To[int64](1)}
+	})
+})

@@ -33,3 +33,21 @@ var _ = Describe("When moving a ClusterClass cluster's management into itself", 
 		return specs.SelfHostedSpecInput{CommonInput: commonInput(), PreClusterctlInit: installCertManager, Flavor: ptr.To("topology-self-hosted")}
 	})
 })
+
+// Upstream's HA case: three control-plane machines, every one of them
+// running CAPD's machines through the engine's socket once moved.
+var _ = Describe("When moving a ClusterClass cluster with a HA control plane into itself", Label(specs.LabelClusterClass), func() {
+	specs.SelfHostedSpec(func() specs.SelfHostedSpecInput {
+		return specs.SelfHostedSpecInput{CommonInput: commonInput(), PreClusterctlInit: installCertManager,
+			Flavor: ptr.To("topology-self-hosted"), ControlPlaneMachineCount: ptr.To[int64](3)}
+	})
+})
+
+// Upstream's single-node case: no workers, and a control plane without
+// its NoSchedule taint, so the moved controllers run on its only node.
+var _ = Describe("When moving a single-node ClusterClass cluster into itself", Label(specs.LabelClusterClass), func() {
+	specs.SelfHostedSpec(func() specs.SelfHostedSpecInput {
+		return specs.SelfHostedSpecInput{CommonInput: commonInput(), PreClusterctlInit: installCertManager,
+			Flavor: ptr.To("topology-self-hosted-no-workers"), WorkerMachineCount: ptr.To[int64](0)}
+	})
+})

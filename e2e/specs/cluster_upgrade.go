@@ -1,13 +1,19 @@
 package specs
 
 import (
-	"slices"
-
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/test/framework"
@@ -80,6 +86,17 @@ type ClusterUpgradeSpecInput struct {
 	// KubeadmControlPlane is patched, before waiting for its Machines. If
 	// unset, nothing is called.
 	PreWaitForControlPlaneToBeUpgraded func()
+
+	// ControlPlanePreDrainHook is the annotation of a pre-drain hook that
+	// the flavor puts on every control-plane Machine (the "kcp-pre-drain"
+	// flavor: pre-drain.delete.hook.machine.cluster.x-k8s.io/kcp-ready-check).
+	// While the control plane is upgraded, the spec removes it from the
+	// Machine being deleted only once every Node and every kube-proxy Pod
+	// of the workload cluster is Ready, and checks that each old Machine
+	// waited for it: as upstream's HA upgrade test, a control plane that
+	// only becomes healthy once every Machine is upgraded fails here.
+	// If empty, no hook is expected.
+	ControlPlanePreDrainHook string
 }
 
 // ClusterUpgradeSpec creates a cluster at KUBERNETES_VERSION_UPGRADE_FROM
@@ -201,18 +218,23 @@ func (r *run) upgradeClassic(ctx context.Context, in ClusterUpgradeSpecInput, re
 			cpTemplate = r.templateIfExists(ctx, ref, ref.Name+"-upgrade-to")
 		}
 		framework.UpgradeControlPlaneAndWaitForUpgrade(ctx, framework.UpgradeControlPlaneAndWaitForUpgradeInput{
-			ClusterProxy:                       proxy,
-			Cluster:                            res.Cluster,
-			ControlPlane:                       res.ControlPlane,
-			KubernetesUpgradeVersion:           to,
-			UpgradeMachineTemplate:             cpTemplate,
-			EtcdImageTag:                       etcdTag,
-			DNSImageTag:                        dnsTag,
-			WaitForMachinesToBeUpgraded:        r.intervals("wait-machine-upgrade"),
-			WaitForKubeProxyUpgrade:            r.intervals("wait-machine-upgrade"),
-			WaitForDNSUpgrade:                  r.intervals("wait-machine-upgrade"),
-			WaitForEtcdUpgrade:                 r.intervals("wait-machine-upgrade"),
-			PreWaitForControlPlaneToBeUpgraded: in.PreWaitForControlPlaneToBeUpgraded,
+			ClusterProxy:                proxy,
+			Cluster:                     res.Cluster,
+			ControlPlane:                res.ControlPlane,
+			KubernetesUpgradeVersion:    to,
+			UpgradeMachineTemplate:      cpTemplate,
+			EtcdImageTag:                etcdTag,
+			DNSImageTag:                 dnsTag,
+			WaitForMachinesToBeUpgraded: r.intervals("wait-machine-upgrade"),
+			WaitForKubeProxyUpgrade:     r.intervals("wait-machine-upgrade"),
+			WaitForDNSUpgrade:           r.intervals("wait-machine-upgrade"),
+			WaitForEtcdUpgrade:          r.intervals("wait-machine-upgrade"),
+			PreWaitForControlPlaneToBeUpgraded: func() {
+				if in.PreWaitForControlPlaneToBeUpgraded != nil {
+					in.PreWaitForControlPlaneToBeUpgraded()
+				}
+				r.watchControlPlaneRollout(ctx, in.ControlPlanePreDrainHook, to, res)
+			},
 		})
 	})
 
@@ -265,6 +287,7 @@ func (r *run) upgradeTopology(ctx context.Context, in ClusterUpgradeSpecInput, r
 				if in.PreWaitForControlPlaneToBeUpgraded != nil {
 					in.PreWaitForControlPlaneToBeUpgraded()
 				}
+				r.watchControlPlaneRollout(ctx, in.ControlPlanePreDrainHook, to, res)
 			},
 			PreWaitForWorkersToBeUpgraded: func() {
 				end(&controlPlaneDone)
@@ -281,4 +304,120 @@ func (r *run) upgradeTopology(ctx context.Context, in ClusterUpgradeSpecInput, r
 		})
 		end(&workersDone)
 	})
+}
+
+// watchControlPlaneRollout follows the control plane's rollout to version,
+// from a watch on its Machines: it waits for every control-plane Machine to
+// be at version with a healthy Node, and checks that the rollout never had
+// more Machines than the KubeadmControlPlane's replicas plus its maxSurge
+// (1 unless the flavor sets it; "0": one deleted before its replacement is
+// created). With hook set it also does what the hook's owner does: it
+// removes hook from the Machine being deleted only while every Node and
+// kube-proxy Pod of the workload cluster is Ready (upstream's HA upgrade
+// test, the PreWaitForControlPlaneToBeUpgraded of its kcp-pre-drain case),
+// and checks that every old Machine waited for it.
+func (r *run) watchControlPlaneRollout(ctx context.Context, hook, version string, res *clusterctl.ApplyClusterTemplateAndWaitResult) {
+	if res.ControlPlane == nil || res.ControlPlane.Spec.Replicas == nil {
+		return // not a KubeadmControlPlane: upstream's waits alone
+	}
+	want := int(*res.ControlPlane.Spec.Replicas)
+	surge := intstr.FromInt32(1)
+	if s := res.ControlPlane.Spec.Rollout.Strategy.RollingUpdate.MaxSurge; s != nil {
+		surge = *s
+	}
+	maxSurge, err := intstr.GetScaledValueFromIntOrPercent(&surge, want, true)
+	Expect(err).ToNot(HaveOccurred(), "the KubeadmControlPlane's maxSurge")
+	r.step(fmt.Sprintf("follow the control plane's rollout: at most %d+%d Machines, each at %s with a healthy Node", want, maxSurge, version), func() {
+		mgmt := r.in.BootstrapClusterProxy
+		c := watchClient(mgmt)
+		wl := mgmt.GetWorkloadCluster(ctx, r.namespace, r.clusterName)
+		defer wl.Dispose(ctx)
+		released := map[string]bool{}
+		most := 0
+		controlPlane := client.MatchingLabels{clusterv1.ClusterNameLabel: r.clusterName, clusterv1.MachineControlPlaneLabel: ""}
+		what := fmt.Sprintf("%d control-plane Machines at %s", want, version)
+		if hook != "" {
+			what += ", each old one released from pre-drain hook " + hook
+		}
+		err := r.wait(c, "wait-machine-upgrade", what, &clusterv1.MachineList{}, controlPlane).Until(ctx, func(ctx context.Context) (bool, string) {
+			machines := &clusterv1.MachineList{}
+			if err := c.List(ctx, machines, client.InNamespace(r.namespace), controlPlane); err != nil {
+				return false, err.Error()
+			}
+			most = max(most, len(machines.Items))
+			var deleting []*clusterv1.Machine
+			upgraded := 0
+			for i := range machines.Items {
+				m := &machines.Items[i]
+				switch {
+				case !m.DeletionTimestamp.IsZero():
+					if !released[m.Name] {
+						deleting = append(deleting, m)
+					}
+				case m.Spec.Version == version && meta.IsStatusConditionTrue(m.Status.Conditions, clusterv1.MachineNodeHealthyCondition):
+					upgraded++
+				}
+			}
+			if hook != "" && len(deleting) > 0 {
+				if len(deleting) > 1 {
+					return false, fmt.Sprintf("%d control-plane Machines deleted at once, expected one at a time", len(deleting))
+				}
+				m := deleting[0]
+				if m.Annotations[hook] != "true" {
+					return false, fmt.Sprintf("Machine %s is being deleted without pre-drain hook %s", m.Name, hook)
+				}
+				if problem := workloadUnsettled(ctx, wl.GetClient()); problem != "" {
+					return false, "holding Machine " + m.Name + "'s pre-drain hook: " + problem
+				}
+				base := m.DeepCopy()
+				delete(m.Annotations, hook)
+				if err := c.Patch(ctx, m, client.MergeFrom(base)); err != nil {
+					return false, fmt.Sprintf("removing the hook from Machine %s: %v", m.Name, err)
+				}
+				released[m.Name] = true
+				return false, fmt.Sprintf("released Machine %s", m.Name)
+			}
+			if n := len(machines.Items); upgraded != want || n != want {
+				return false, fmt.Sprintf("%d of %d control-plane Machines at %s with a healthy Node", upgraded, n, version)
+			}
+			return true, ""
+		})
+		Expect(err).ToNot(HaveOccurred())
+		r.summary.Set("control-plane Machines during the rollout", fmt.Sprintf("at most %d (replicas %d, maxSurge %s)", most, want, surge.String()))
+		Expect(most).To(BeNumerically("<=", want+maxSurge), "control-plane Machines at once during the rollout: replicas %d plus maxSurge %s", want, surge.String())
+		if hook != "" {
+			Expect(released).To(HaveLen(want), "every old control-plane Machine waits for the pre-drain hook")
+		}
+	})
+}
+
+// workloadUnsettled says why the workload cluster is not yet fit to lose a
+// control-plane Machine: a Node not Ready, a Node without a Ready
+// kube-proxy Pod; "" when it is.
+func workloadUnsettled(ctx context.Context, c client.Client) string {
+	nodes := &corev1.NodeList{}
+	if err := c.List(ctx, nodes); err != nil {
+		return "listing Nodes: " + err.Error()
+	}
+	proxies := &corev1.PodList{}
+	if err := c.List(ctx, proxies, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{"k8s-app": "kube-proxy"}); err != nil {
+		return "listing kube-proxy Pods: " + err.Error()
+	}
+	var problems []string
+	for _, n := range nodes.Items {
+		if !nodeReady(n) {
+			problems = append(problems, "Node "+n.Name+" not Ready")
+		}
+	}
+	if len(proxies.Items) != len(nodes.Items) {
+		problems = append(problems, fmt.Sprintf("%d kube-proxy Pods for %d Nodes", len(proxies.Items), len(nodes.Items)))
+	}
+	for _, p := range proxies.Items {
+		if !slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+		}) {
+			problems = append(problems, "kube-proxy Pod "+p.Name+" not Ready")
+		}
+	}
+	return strings.Join(problems, "; ")
 }

@@ -38,13 +38,14 @@ var creationWaits = []string{
 var healthWaits = []string{"wait-cluster", "wait-cluster"}
 
 // upgradeWaits are the upgrade specs' (upgradeCluster): the creation; the
-// control plane's Machines (a topology's: wait-control-plane-upgrade),
+// control plane's rollout followed from a watch (watchControlPlaneRollout);
+// the control plane's Machines (a topology's: wait-control-plane-upgrade),
 // kube-proxy, CoreDNS and etcd; the MachineDeployment and the MachinePool
 // of the default flavors (one per MachineDeployment or MachinePool: set
 // Timeout for a flavor with more); every Node Ready at the new version;
 // the cluster healthy.
 var upgradeWaits = slices.Concat(creationWaits,
-	[]string{"wait-machine-upgrade", "wait-machine-upgrade", "wait-machine-upgrade", "wait-machine-upgrade",
+	[]string{"wait-machine-upgrade", "wait-machine-upgrade", "wait-machine-upgrade", "wait-machine-upgrade", "wait-machine-upgrade",
 		"wait-control-plane-upgrade", "wait-machine-deployment-upgrade", "wait-machine-pool-upgrade", "wait-nodes-ready"},
 	healthWaits)
 
