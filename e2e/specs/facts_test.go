@@ -40,7 +40,7 @@ func TestDeclareRejects(t *testing.T) {
 // TestEverySpecDeclared: the specs this package exports are all declared,
 // each once, with files that exist.
 func TestEverySpecDeclared(t *testing.T) {
-	want := []string{"cluster-deletion", "clusterclass-changes", "clusterctl-upgrade", "k8s-conformance", "k8s-upgrade", "k8s-upgrade-and-conformance",
+	want := []string{"cluster-deletion", "clusterclass-changes", "clusterclass-rollout", "clusterctl-upgrade", "k8s-conformance", "k8s-upgrade", "k8s-upgrade-and-conformance",
 		"k8s-upgrade-with-runtimesdk", "kcp-adoption", "kcp-infra-adoption", "kcp-remediation", "machine-pool", "md-remediation", "md-rollout", "md-scale", "node-drain", "quick-start", "self-hosted"}
 	var got []string
 	for _, f := range declaredSpecs() {

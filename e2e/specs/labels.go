@@ -30,6 +30,7 @@ package specs
 //	KCPAdoptionSpec          kcp-adoption
 //	KCPInfraAdoptionSpec     kcp-infra-adoption              ClusterClass
 //	NodeDrainTimeoutSpec     node-drain                      ClusterClass
+//	ClusterClassRolloutSpec  clusterclass-rollout            ClusterClass
 //
 // capd-e2e's own suite (e2e/) puts PR-Blocking and ClusterClass on the
 // quick-start with the topology flavor, as upstream's PR gate does.
@@ -104,6 +105,10 @@ const (
 	// of a Node's drain (upstream's node-drain, which upstream does not
 	// label).
 	LabelNodeDrain = "node-drain"
+	// LabelClusterClassRollout marks the spec that propagates a
+	// ClusterClass's and a Cluster topology's changes to a Cluster's
+	// objects, in place and by rollouts (upstream's clusterclass-rollout).
+	LabelClusterClassRollout = "clusterclass-rollout"
 	// LabelSlow marks specs that take more than about 20 minutes on a CI
 	// machine.
 	LabelSlow = "slow"
