@@ -105,6 +105,17 @@ func baseKinds(extra map[string]int) map[string]int {
 var flavors = []flavor{
 	{name: "", file: "cluster-template.yaml", kinds: baseKinds(nil)},
 	{
+		name: "kcp-md-taints", file: "cluster-template-kcp-md-taints.yaml", kinds: baseKinds(nil),
+		check: func(objs []client.Object, _ map[string]string) {
+			want := []clusterv1.MachineTaint{
+				{Key: "pre-existing-on-initialization-taint", Value: "on-initialization-value", Effect: corev1.TaintEffectPreferNoSchedule, Propagation: clusterv1.MachineTaintPropagationOnInitialization},
+				{Key: "pre-existing-always-taint", Value: "always-value", Effect: corev1.TaintEffectPreferNoSchedule, Propagation: clusterv1.MachineTaintPropagationAlways},
+			}
+			Expect(find[*controlplanev1.KubeadmControlPlane](objs, clusterName+"-control-plane").Spec.MachineTemplate.Spec.Taints).To(Equal(want))
+			Expect(find[*clusterv1.MachineDeployment](objs, clusterName+"-md-0").Spec.Template.Spec.Taints).To(Equal(want))
+		},
+	},
+	{
 		name: "upgrades", file: "cluster-template-upgrades.yaml",
 		kinds: baseKinds(map[string]int{"DevMachineTemplate": 4}),
 		check: func(objs []client.Object, vars map[string]string) {

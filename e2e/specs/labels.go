@@ -31,6 +31,7 @@ package specs
 //	KCPInfraAdoptionSpec     kcp-infra-adoption              ClusterClass
 //	NodeDrainTimeoutSpec     node-drain                      ClusterClass
 //	ClusterClassRolloutSpec  clusterclass-rollout            ClusterClass
+//	KCPAndMachineDeploymentRolloutSpec kcp-md-rollout
 //
 // capd-e2e's own suite (e2e/) puts PR-Blocking and ClusterClass on the
 // quick-start with the topology flavor, as upstream's PR gate does.
@@ -109,6 +110,12 @@ const (
 	// ClusterClass's and a Cluster topology's changes to a Cluster's
 	// objects, in place and by rollouts (upstream's clusterclass-rollout).
 	LabelClusterClassRollout = "clusterclass-rollout"
+	// LabelKCPMDRollout marks the spec that changes a KubeadmControlPlane's
+	// and a MachineDeployment's Machines in place (metadata, timeouts,
+	// taints down to the Nodes) and rolls the MachineDeployment out
+	// (upstream's KCPAndMachineDeploymentRolloutSpec, which upstream names
+	// md-rollout and leaves unlabelled).
+	LabelKCPMDRollout = "kcp-md-rollout"
 	// LabelSlow marks specs that take more than about 20 minutes on a CI
 	// machine.
 	LabelSlow = "slow"
