@@ -147,6 +147,22 @@ var flavors = []flavor{
 		},
 	},
 	{
+		name: "kcp-remediation-bootstrap", file: "cluster-template-kcp-remediation-bootstrap.yaml",
+		kinds:     baseKinds(map[string]int{"MachineHealthCheck": 1}),
+		variables: map[string]string{"TOKEN": "a-token", "SERVER": "https://mgmt-control-plane:6443"},
+		check: func(objs []client.Object, _ map[string]string) {
+			mhc := find[*clusterv1.MachineHealthCheck](objs, clusterName+"-mhc-0")
+			Expect(mhc.Spec.Selector.MatchLabels).To(Equal(map[string]string{clusterv1.MachineControlPlaneLabel: "", "mhc-test": "fail"}))
+			Expect(mhc.Spec.Checks.NodeStartupTimeoutSeconds).To(HaveValue(BeEquivalentTo(30)))
+			spec := find[*controlplanev1.KubeadmControlPlane](objs, clusterName+"-control-plane").Spec.KubeadmConfigSpec
+			Expect(spec.PreKubeadmCommands).To(Equal([]string{`/wait-signal.sh "a-token" "https://mgmt-control-plane:6443" "` + namespace + `"`}))
+			Expect(spec.Files).To(ConsistOf(SatisfyAll(HaveField("Path", "/wait-signal.sh"), HaveField("Permissions", "0755"),
+				// clusterctl substitutes ${...} only: the script's own
+				// shell variables are left to the shell.
+				HaveField("Content", ContainSubstring(`if [ "$signal" == "pass" ]`)))))
+		},
+	},
+	{
 		name: "kcp-adoption", file: "cluster-template-kcp-adoption.yaml", custom: true,
 		kinds: map[string]int{
 			"Cluster": 2, "DevCluster": 1, "DevMachine": 1, "KubeadmConfig": 1, "Machine": 1, "ConfigMap": 1,

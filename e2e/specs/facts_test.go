@@ -41,7 +41,7 @@ func TestDeclareRejects(t *testing.T) {
 // each once, with files that exist.
 func TestEverySpecDeclared(t *testing.T) {
 	want := []string{"cluster-deletion", "clusterclass-changes", "clusterclass-rollout", "clusterctl-upgrade", "k8s-conformance", "k8s-upgrade", "k8s-upgrade-and-conformance",
-		"k8s-upgrade-with-runtimesdk", "kcp-adoption", "kcp-infra-adoption", "kcp-md-rollout", "kcp-remediation", "machine-pool", "md-remediation", "md-rollout", "md-scale", "node-drain", "quick-start", "self-hosted"}
+		"k8s-upgrade-with-runtimesdk", "kcp-adoption", "kcp-infra-adoption", "kcp-md-rollout", "kcp-remediation", "kcp-remediation-bootstrap", "machine-pool", "md-remediation", "md-rollout", "md-scale", "node-drain", "quick-start", "self-hosted"}
 	var got []string
 	for _, f := range declaredSpecs() {
 		got = append(got, f.name)

@@ -32,6 +32,7 @@ package specs
 //	NodeDrainTimeoutSpec     node-drain                      ClusterClass
 //	ClusterClassRolloutSpec  clusterclass-rollout            ClusterClass
 //	KCPAndMachineDeploymentRolloutSpec kcp-md-rollout
+//	KCPRemediationSpec       kcp-remediation-bootstrap, remediation
 //
 // capd-e2e's own suite (e2e/) puts PR-Blocking and ClusterClass on the
 // quick-start with the topology flavor, as upstream's PR gate does.
@@ -116,6 +117,11 @@ const (
 	// (upstream's KCPAndMachineDeploymentRolloutSpec, which upstream names
 	// md-rollout and leaves unlabelled).
 	LabelKCPMDRollout = "kcp-md-rollout"
+	// LabelKCPRemediationBootstrap marks the spec in which a
+	// KubeadmControlPlane remediates Machines while they bootstrap and
+	// after (upstream's KCPRemediationSpec, which upstream names
+	// kcp-remediation and leaves unlabelled).
+	LabelKCPRemediationBootstrap = "kcp-remediation-bootstrap"
 	// LabelSlow marks specs that take more than about 20 minutes on a CI
 	// machine.
 	LabelSlow = "slow"

@@ -7,9 +7,12 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
 
+	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/test/framework"
 	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
+	utilyaml "sigs.k8s.io/cluster-api/util/yaml"
 )
 
 // Some of the specs here are Cluster API's own (sigs.k8s.io/cluster-api/
@@ -104,4 +107,67 @@ func upstreamCleanup(ctx context.Context, in CommonInput, cluster string) {
 	}
 	errs = append(errs, checkLeaks(ctx, in.Runtime, cluster))
 	Expect(errors.Join(errs...)).ToNot(HaveOccurred())
+}
+
+// trackingProxy is the management cluster's proxy for an upstream spec
+// that creates its cluster itself, with a name of its own and no control
+// plane waiters (KCPRemediationSpec): each Cluster in the YAML it applies
+// through CreateOrUpdate is tracked, with the cleanup upstreamWaiters
+// registers, before it is created, and gets the cloud-controller-manager
+// once it is.
+type trackingProxy struct {
+	framework.ClusterProxy
+	in        CommonInput
+	installed map[string]bool
+}
+
+func newTrackingProxy(in CommonInput) *trackingProxy {
+	return &trackingProxy{ClusterProxy: in.BootstrapClusterProxy, in: in, installed: map[string]bool{}}
+}
+
+// CreateOrUpdate tracks the Clusters in resources, applies resources, and
+// installs the manager for each Cluster it has not been installed for.
+// Upstream calls it from the spec's goroutine (inside an Eventually), so
+// the cleanups are the spec's.
+func (p *trackingProxy) CreateOrUpdate(ctx context.Context, resources []byte, options ...framework.CreateOrUpdateOption) error {
+	clusters, err := clustersIn(resources)
+	if err != nil {
+		return err
+	}
+	for _, c := range clusters {
+		if _, seen := p.installed[c.Name]; !seen {
+			trackUpstreamCluster(ctx, p.in, c.Name)
+			p.installed[c.Name] = false
+		}
+	}
+	if err := p.ClusterProxy.CreateOrUpdate(ctx, resources, options...); err != nil {
+		return err
+	}
+	for _, c := range clusters {
+		if p.in.CloudControllerManager == nil || p.installed[c.Name] {
+			continue
+		}
+		By("install the cloud controller manager of " + c.Name)
+		if err := p.in.CloudControllerManager.Install(ctx, p.GetClient(), c.Namespace, c.Name); err != nil {
+			return fmt.Errorf("install the cloud controller manager of %s: %w", c.Name, err)
+		}
+		p.installed[c.Name] = true
+	}
+	return nil
+}
+
+// clustersIn returns the namespace and name of each Cluster API Cluster
+// among the YAML documents of resources.
+func clustersIn(resources []byte) ([]types.NamespacedName, error) {
+	objs, err := utilyaml.ToUnstructured(resources)
+	if err != nil {
+		return nil, fmt.Errorf("read the objects to create: %w", err)
+	}
+	var out []types.NamespacedName
+	for _, o := range objs {
+		if gvk := o.GroupVersionKind(); gvk.Group == clusterv1.GroupVersion.Group && gvk.Kind == "Cluster" {
+			out = append(out, types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
+		}
+	}
+	return out, nil
 }
