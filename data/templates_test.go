@@ -644,11 +644,11 @@ func checkTopology(objs []client.Object, version string, e2eConfig *clusterctl.E
 
 	kcpt := find[*controlplanev1.KubeadmControlPlaneTemplate](objs, class.Spec.ControlPlane.TemplateRef.Name)
 	spec := kcpt.Spec.Template.Spec.KubeadmConfigSpec
-	// --cloud-provider comes from the cloudProvider patch, not the template.
+	// --cloud-provider comes from the cloudProvider patch, not the
+	// template; register-with-taints from the controlPlaneTaint patch
+	// (clusterclass_test.go applies both taint patches).
 	checkNodeRegistration(spec.InitConfiguration.NodeRegistration, nil)
 	checkNodeRegistration(spec.JoinConfiguration.NodeRegistration, nil)
-	taint := ptr.To("node-role.kubernetes.io/control-plane:NoSchedule")
-	checkArg(spec.InitConfiguration.NodeRegistration.KubeletExtraArgs, "register-with-taints", taint)
 	kct := find[*bootstrapv1.KubeadmConfigTemplate](objs, class.Spec.Workers.MachineDeployments[0].Bootstrap.TemplateRef.Name)
 	checkNodeRegistration(kct.Spec.Template.Spec.JoinConfiguration.NodeRegistration, nil)
 	Expect(class.Spec.ControlPlane.HealthCheck.Checks.UnhealthyNodeConditions).To(ContainElement(clusterv1.UnhealthyNodeCondition{
