@@ -18,6 +18,8 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/test/framework"
 	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
+
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
 
 // The upgrade specs' names, and their facts.
@@ -166,10 +168,20 @@ func upgradeCluster(specCtx SpecContext, spec string, in ClusterUpgradeSpecInput
 	dnsTag := r.in.E2EConfig.GetVariableOrEmpty(varCoreDNSVersionUpgradeTo)
 	r.summary.Set("upgrade", fmt.Sprintf("%s -> %s", from, to))
 
-	var vars map[string]string
+	preload := r.in.E2EConfig.GetVariableOrEmpty(varDockerPreloadImages)
 	if conformance != nil {
-		vars = map[string]string{varDockerPreloadImages: r.testImages(to)}
+		preload = r.testImages(to)
 	}
+	// Until the control plane is upgraded a new Machine runs the old
+	// version's kube-proxy (the KubeadmControlPlane updates the
+	// DaemonSet's image only then), and after it an old Machine runs the
+	// new one's; a node image holds its own version's only. Where no
+	// registry is reachable, both are preloaded from the engine.
+	if proxies := r.engineImages(ctx, kubeProxyImage(from), kubeProxyImage(to)); len(proxies) > 0 {
+		preload = preloadWith(preload, proxies...)
+		r.summary.Set("kube-proxy images preloaded", strings.Join(proxies, ", "))
+	}
+	vars := map[string]string{varDockerPreloadImages: preload}
 	res := r.createCluster(ctx, createOptions{
 		flavor:                  deref(in.Flavor, "upgrades"),
 		kubernetesVersion:       from,
@@ -420,4 +432,28 @@ func workloadUnsettled(ctx context.Context, c client.Client) string {
 		}
 	}
 	return strings.Join(problems, "; ")
+}
+
+// kubeProxyImage is kubeadm's kube-proxy image of a Kubernetes version, in
+// kubeadm's default repository.
+func kubeProxyImage(version string) string {
+	return "registry.k8s.io/kube-proxy:" + version
+}
+
+// engineImages returns those of refs the engine holds; none when it cannot
+// say.
+func (r *run) engineImages(ctx context.Context, refs ...string) []string {
+	images, ok := r.in.Runtime.(interface {
+		InspectImage(ctx context.Context, ref string) (runtime.Image, error)
+	})
+	if !ok {
+		return nil
+	}
+	var held []string
+	for _, ref := range refs {
+		if _, err := images.InspectImage(ctx, ref); err == nil {
+			held = append(held, ref)
+		}
+	}
+	return held
 }
