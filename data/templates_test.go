@@ -102,6 +102,15 @@ func baseKinds(extra map[string]int) map[string]int {
 	return k
 }
 
+// topologyKinds are the objects of a flavor whose Cluster is of the
+// quick-start ClusterClass: the Cluster, the class with its templates, and
+// the CNI's ConfigMap and ClusterResourceSet.
+var topologyKinds = map[string]int{
+	"Cluster": 1, "ClusterClass": 1, "DevClusterTemplate": 1, "KubeadmControlPlaneTemplate": 1,
+	"DevMachineTemplate": 2, "DevMachinePoolTemplate": 1, "KubeadmConfigTemplate": 2,
+	"ConfigMap": 1, "ClusterResourceSet": 1,
+}
+
 var flavors = []flavor{
 	{name: "", file: "cluster-template.yaml", kinds: baseKinds(nil)},
 	{
@@ -179,36 +188,20 @@ var flavors = []flavor{
 	},
 	{
 		name: "topology", file: "cluster-template-topology.yaml", topology: true,
-		kinds: map[string]int{
-			"Cluster": 1, "ClusterClass": 1, "DevClusterTemplate": 1, "KubeadmControlPlaneTemplate": 1,
-			"DevMachineTemplate": 2, "DevMachinePoolTemplate": 1, "KubeadmConfigTemplate": 2,
-			"ConfigMap": 1, "ClusterResourceSet": 1,
-		},
+		kinds: topologyKinds,
 	},
 	{
 		name: "topology-kcp-only", file: "cluster-template-topology-kcp-only.yaml", topology: true, noWorkers: true,
-		kinds: map[string]int{
-			"Cluster": 1, "ClusterClass": 1, "DevClusterTemplate": 1, "KubeadmControlPlaneTemplate": 1,
-			"DevMachineTemplate": 2, "DevMachinePoolTemplate": 1, "KubeadmConfigTemplate": 2,
-			"ConfigMap": 1, "ClusterResourceSet": 1,
-		},
+		kinds: topologyKinds,
 	},
 	{
 		name: "topology-self-hosted", file: "cluster-template-topology-self-hosted.yaml", topology: true,
-		kinds: map[string]int{
-			"Cluster": 1, "ClusterClass": 1, "DevClusterTemplate": 1, "KubeadmControlPlaneTemplate": 1,
-			"DevMachineTemplate": 2, "DevMachinePoolTemplate": 1, "KubeadmConfigTemplate": 2,
-			"ConfigMap": 1, "ClusterResourceSet": 1,
-		},
+		kinds:     topologyKinds,
 		variables: map[string]string{"DOCKER_PRELOAD_IMAGES": `["registry.k8s.io/cluster-api/capd-manager:v1.14.2"]`},
 	},
 	{
 		name: "kcp-scale-in", file: "cluster-template-kcp-scale-in.yaml", topology: true,
-		kinds: map[string]int{
-			"Cluster": 1, "ClusterClass": 1, "DevClusterTemplate": 1, "KubeadmControlPlaneTemplate": 1,
-			"DevMachineTemplate": 2, "DevMachinePoolTemplate": 1, "KubeadmConfigTemplate": 2,
-			"ConfigMap": 1, "ClusterResourceSet": 1,
-		},
+		kinds: topologyKinds,
 		check: func(objs []client.Object, _ map[string]string) {
 			cluster := find[*clusterv1.Cluster](objs, clusterName)
 			Expect(cluster.Spec.Topology.Variables).To(ContainElement(SatisfyAll(
@@ -217,11 +210,7 @@ var flavors = []flavor{
 	},
 	{
 		name: "kcp-pre-drain", file: "cluster-template-kcp-pre-drain.yaml", topology: true,
-		kinds: map[string]int{
-			"Cluster": 1, "ClusterClass": 1, "DevClusterTemplate": 1, "KubeadmControlPlaneTemplate": 1,
-			"DevMachineTemplate": 2, "DevMachinePoolTemplate": 1, "KubeadmConfigTemplate": 2,
-			"ConfigMap": 1, "ClusterResourceSet": 1,
-		},
+		kinds: topologyKinds,
 		check: func(objs []client.Object, _ map[string]string) {
 			cluster := find[*clusterv1.Cluster](objs, clusterName)
 			Expect(cluster.Spec.Topology.ControlPlane.Metadata.Annotations).To(HaveKeyWithValue("pre-drain.delete.hook.machine.cluster.x-k8s.io/kcp-ready-check", "true"))
@@ -229,11 +218,7 @@ var flavors = []flavor{
 	},
 	{
 		name: "topology-self-hosted-no-workers", file: "cluster-template-topology-self-hosted-no-workers.yaml", topology: true, noWorkers: true,
-		kinds: map[string]int{
-			"Cluster": 1, "ClusterClass": 1, "DevClusterTemplate": 1, "KubeadmControlPlaneTemplate": 1,
-			"DevMachineTemplate": 2, "DevMachinePoolTemplate": 1, "KubeadmConfigTemplate": 2,
-			"ConfigMap": 1, "ClusterResourceSet": 1,
-		},
+		kinds:     topologyKinds,
 		variables: map[string]string{"DOCKER_PRELOAD_IMAGES": `["registry.k8s.io/cluster-api/capd-manager:v1.14.2"]`},
 		check: func(objs []client.Object, _ map[string]string) {
 			// Its only node runs the controllers: no control-plane taint.
