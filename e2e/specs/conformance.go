@@ -142,9 +142,23 @@ func (r *run) runConformance(ctx context.Context, in ConformanceInput, version s
 			}
 			r.summary.Set(summary.FailedTestsAttribute, strings.Join(lines, "\n"))
 		}
+		// A test that passed on a retry (ginkgo.flake-attempts) counts as
+		// passed, and is named: a flake is a finding, not a pass to hide.
+		if len(res.Flaked) > 0 {
+			lines := make([]string, len(res.Flaked))
+			for i, f := range res.Flaked {
+				first, _, _ := strings.Cut(f.Message, "\n")
+				lines[i] = fmt.Sprintf("%s: passed on attempt %d; first failure: %s", f.Name, f.Attempts, first)
+			}
+			r.summary.Set("conformance flaked tests", strings.Join(lines, "\n"))
+		}
 		if res.Tests > 0 {
-			r.summary.Set("conformance result", fmt.Sprintf("%d tests: %d passed, %d failed, %d skipped in %s (log %s)",
-				res.Tests, res.Passed, res.Failed, res.Skipped, res.Duration.Round(time.Second), rel(r.in.ArtifactFolder, res.Log)))
+			flaked := fmt.Sprintf("%d of them flaked", len(res.Flaked))
+			if res.FlakesUnknown != "" {
+				flaked = "flakes unknown: " + res.FlakesUnknown
+			}
+			r.summary.Set("conformance result", fmt.Sprintf("%d tests: %d passed (%s), %d failed, %d skipped in %s (log %s)",
+				res.Tests, res.Passed, flaked, res.Failed, res.Skipped, res.Duration.Round(time.Second), rel(r.in.ArtifactFolder, res.Log)))
 		}
 		Expect(err).ToNot(HaveOccurred(), "%s: Kubernetes %s conformance", r.spec, version)
 	})

@@ -62,6 +62,10 @@ const (
 	outputDir      = "/output"
 	// LogFile is the run's output, in RunInput.ArtifactsDir.
 	LogFile = "e2e.log"
+	// ReportFile is ginkgo's JSON report, in RunInput.ArtifactsDir: every
+	// spec's attempts, which the JUnit does not say (a test that failed,
+	// then passed on a retry of ginkgo.flake-attempts, is "passed" there).
+	ReportFile = "ginkgo-report.json"
 )
 
 // removeTimeout bounds the removal of the container once the run ended,
@@ -156,6 +160,13 @@ type Result struct {
 	Tests, Passed, Failed, Skipped int
 	// Failures are the failed specs and setup nodes, in the JUnit's order.
 	Failures []Failure
+	// Flaked are the specs that failed, then passed on a retry (the
+	// configuration's ginkgo.flake-attempts), from ginkgo's JSON report;
+	// they count as passed. Nil when there was no report to read
+	// (FlakesUnknown says why).
+	Flaked []Flake
+	// FlakesUnknown, if set, is why the flaked specs are not known.
+	FlakesUnknown string
 	// Duration is how long the container ran.
 	Duration time.Duration
 	// JUnit is e2e.test's JUnit report, "" if it wrote none.
@@ -198,8 +209,10 @@ func Run(ctx context.Context, in RunInput) (_ Result, err error) {
 	}
 	// A report left by an earlier run in the same folder must not pass
 	// for this one's.
-	if err := os.Remove(in.junitPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return Result{}, fmt.Errorf("conformance: %w", err)
+	for _, p := range []string{in.junitPath(), in.reportPath()} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return Result{}, fmt.Errorf("conformance: %w", err)
+		}
 	}
 	res := Result{Log: filepath.Join(in.ArtifactsDir, LogFile), ExitCode: -1}
 	logf, err := os.Create(res.Log)
@@ -274,6 +287,10 @@ func Run(ctx context.Context, in RunInput) (_ Result, err error) {
 		fmt.Fprintf(out, "\ncapd-e2e: following the output broke: %v\n", ferr)
 	}
 	jerr := res.readJUnit(in.junitPath())
+	if ferr := res.readFlakes(in.reportPath()); ferr != nil {
+		res.FlakesUnknown = ferr.Error()
+		fmt.Fprintf(out, "\ncapd-e2e: which tests flaked is not known: %v\n", ferr)
+	}
 	switch {
 	case jerr != nil && code != 0:
 		return res, fmt.Errorf("conformance: ginkgo exited with %d and left no JUnit report to read (%v); the log's last lines:\n%s\nlog: %s",
@@ -302,6 +319,11 @@ func (in RunInput) junitPath() string {
 	return filepath.Join(in.ArtifactsDir, "junit_"+in.reportPrefix()+"01.xml")
 }
 
+// reportPath is where ginkgo writes its JSON report (ReportFile).
+func (in RunInput) reportPath() string {
+	return filepath.Join(in.ArtifactsDir, ReportFile)
+}
+
 // args are ginkgo's arguments: its own, e2e.test, then e2e.test's after
 // "--": the runner's, then in.Config's in key order.
 func (in RunInput) args() []string {
@@ -315,6 +337,10 @@ func (in RunInput) args() []string {
 		"--timeout=" + ginkgoTimeout(in.Timeout).String(),
 		// The output goes to files and CI logs, not a terminal.
 		"--no-color",
+		// Every spec's attempts, for the flaked ones (readFlakes); the
+		// CLI merges its processes' reports into one file.
+		"--json-report=" + ReportFile,
+		"--output-dir=" + outputDir,
 		e2eTestPath, "--",
 		"--kubeconfig=" + kubeconfigPath,
 		"--provider=skeleton",

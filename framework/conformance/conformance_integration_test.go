@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,12 +22,17 @@ import (
 // arguments, its user and the kubeconfig's first line, then with
 // MODE=hang prints and waits; otherwise it writes a JUnit report (as
 // e2e.test's, with the suite's setup nodes) with a passed and a failed
-// test where e2e.test writes it and exits 1, as ginkgo does when a test
-// failed.
+// test where e2e.test writes it, and a JSON report (as ginkgo's, where
+// its --output-dir and --json-report say) where the passed one took two
+// attempts, and exits 1, as ginkgo does when a test failed.
 const fakeGinkgo = `#!/bin/sh
 echo "fake ginkgo $*"
 echo "uid=$(id -u) gid=$(id -g) kubeconfig=$(head -n 1 /tmp/kubeconfig)"
-for a in "$@"; do case "$a" in --report-prefix=*) p="${a#--report-prefix=}";; esac; done
+for a in "$@"; do case "$a" in
+  --report-prefix=*) p="${a#--report-prefix=}";;
+  --output-dir=*) od="${a#--output-dir=}";;
+  --json-report=*) jr="${a#--json-report=}";;
+esac; done
 if [ "$MODE" = hang ]; then echo hanging; exec sleep 600; fi
 cat > "/output/junit_${p}01.xml" <<EOF
 <?xml version="1.0" encoding="UTF-8"?>
@@ -40,6 +46,12 @@ cat > "/output/junit_${p}01.xml" <<EOF
           <testcase name="[SynchronizedAfterSuite]" classname="Kubernetes e2e suite" status="passed" time="0"></testcase>
       </testsuite>
   </testsuites>
+EOF
+cat > "$od/$jr" <<EOF
+[{"SuiteDescription": "Kubernetes e2e suite", "SpecReports": [
+  {"ContainerHierarchyTexts": ["[sig-node] Pods"], "LeafNodeType": "It", "LeafNodeText": "should get a host IP [NodeConformance] [Conformance]",
+   "State": "passed", "NumAttempts": 2, "MaxFlakeAttempts": 3,
+   "AdditionalFailures": [{"State": "failed", "Failure": {"Message": "Failure recorded during attempt 1:\\nno host IP"}}]}]}]
 EOF
 echo "Ran 2 of 2 Specs"
 exit 1
@@ -123,7 +135,7 @@ func TestIntegrationRun(t *testing.T) {
 	}
 	log, _ := os.ReadFile(res.Log)
 	for _, want := range []string{
-		"fake ginkgo --nodes=2 --timeout=57s --no-color /usr/local/bin/e2e.test -- --kubeconfig=/tmp/kubeconfig",
+		"fake ginkgo --nodes=2 --timeout=57s --no-color --json-report=ginkgo-report.json --output-dir=/output /usr/local/bin/e2e.test -- --kubeconfig=/tmp/kubeconfig",
 		`--num-nodes=2 --ginkgo.focus=\[Conformance\] --ginkgo.skip=\[Serial\]` + "\n",
 		fmt.Sprintf("uid=%d gid=%d kubeconfig=apiVersion: v1\n", os.Getuid(), os.Getgid()),
 		"Ran 2 of 2 Specs\n",
@@ -134,6 +146,10 @@ func TestIntegrationRun(t *testing.T) {
 	}
 	if res.Tests != 2 || res.Passed != 1 || res.Failed != 1 || res.ExitCode != 1 {
 		t.Errorf("result = %+v", res)
+	}
+	wantFlaked := []Flake{{Name: "[It] [sig-node] Pods should get a host IP [NodeConformance] [Conformance]", Attempts: 2, Message: "no host IP"}}
+	if !slices.Equal(res.Flaked, wantFlaked) {
+		t.Errorf("flaked = %+v, want %+v", res.Flaked, wantFlaked)
 	}
 	// The JUnit is kept, and is the caller's.
 	if fi, err := os.Stat(res.JUnit); err != nil || fi.Sys().(*syscall.Stat_t).Uid != uint32(os.Getuid()) {

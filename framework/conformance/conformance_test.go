@@ -23,6 +23,7 @@ import (
 type engine struct {
 	image     bool
 	junit     string
+	report    []byte
 	output    string
 	code      int
 	hang      bool
@@ -56,6 +57,12 @@ func (e *engine) RunContainer(_ context.Context, spec runtime.ContainerSpec) (st
 			}
 		}
 		if err := os.WriteFile(filepath.Join(host, "junit_"+prefix+"01.xml"), []byte(e.junit), 0o644); err != nil {
+			return "", err
+		}
+	}
+	if e.report != nil {
+		host, _, _ := strings.Cut(spec.Binds[1], ":")
+		if err := os.WriteFile(filepath.Join(host, ReportFile), e.report, 0o644); err != nil {
 			return "", err
 		}
 	}
@@ -131,7 +138,7 @@ func input(t *testing.T, e *engine) RunInput {
 func TestArgs(t *testing.T) {
 	in := input(t, &engine{})
 	got := in.args()
-	want := []string{"--nodes=4", "--timeout=57s", "--no-color", "/usr/local/bin/e2e.test", "--",
+	want := []string{"--nodes=4", "--timeout=57s", "--no-color", "--json-report=ginkgo-report.json", "--output-dir=/output", "/usr/local/bin/e2e.test", "--",
 		"--kubeconfig=/tmp/kubeconfig", "--provider=skeleton", "--report-dir=/output", "--e2e-output-dir=/output/e2e-output",
 		"--dump-logs-on-failure=false", "--report-prefix=kubetest.c1.", "--num-nodes=2",
 		"--disable-log-dump=true", `--ginkgo.focus=\[Conformance\]`, `--ginkgo.skip=\[Serial\]`}
@@ -221,8 +228,8 @@ func TestRunNamesTheFailedTests(t *testing.T) {
 	if res.Tests != 4 || res.Passed != 1 || res.Failed != 2 || res.Skipped != 1 || len(res.Failures) != 2 || res.ExitCode != 1 {
 		t.Errorf("result = %+v", res)
 	}
-	if log, _ := os.ReadFile(res.Log); string(log) != e.output {
-		t.Errorf("log = %q, want the output", log)
+	if log, _ := os.ReadFile(res.Log); !strings.HasPrefix(string(log), e.output) {
+		t.Errorf("log = %q, want the output first", log)
 	}
 	if kc, _ := os.ReadFile(filepath.Join(in.ArtifactsDir, "config", "kubeconfig")); string(kc) != string(in.Kubeconfig) {
 		t.Errorf("kubeconfig not written: %q", kc)
@@ -241,6 +248,42 @@ func TestRunNamesTheFailedTests(t *testing.T) {
 	}
 	if want := strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid()); e.spec.User != want {
 		t.Errorf("container user %q, want the caller's %q", e.spec.User, want)
+	}
+}
+
+func TestRunNamesTheFlakedTests(t *testing.T) {
+	// ginkgo v2.32.0's JSON report of three specs run with
+	// --ginkgo.flake-attempts=3: one failed once then passed, one passed,
+	// one failed all three times.
+	report, err := os.ReadFile(filepath.Join("testdata", "ginkgo-report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(context.Background(), input(t, &engine{image: true, junit: junitPassed, report: report}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Flake{{
+		Name:     "[It] [sig-network] Services should be able to change the type from NodePort to ExternalName [Conformance]",
+		Attempts: 2,
+		Message:  "Unexpected error:\n<*errors.errorString>: nslookup failed\noccurred",
+	}}
+	if !slices.Equal(res.Flaked, want) || res.FlakesUnknown != "" {
+		t.Errorf("flaked = %+v (unknown %q), want %+v", res.Flaked, res.FlakesUnknown, want)
+	}
+	// A run that left no report: the flakes are unknown, not none.
+	res, err = Run(context.Background(), input(t, &engine{image: true, junit: junitPassed}))
+	if err != nil || res.Flaked != nil || !strings.Contains(res.FlakesUnknown, "ginkgo-report.json: no such file") {
+		t.Errorf("without a report: %+v, %v", res, err)
+	}
+	log, _ := os.ReadFile(res.Log)
+	if !strings.Contains(string(log), "capd-e2e: which tests flaked is not known") {
+		t.Errorf("log = %q, want the unknown flakes said", log)
+	}
+	// A broken report is said too.
+	res, _ = Run(context.Background(), input(t, &engine{image: true, junit: junitPassed, report: []byte("{")}))
+	if !strings.Contains(res.FlakesUnknown, "read ginkgo's JSON report") || res.Flaked != nil {
+		t.Errorf("with a broken report: %+v", res)
 	}
 }
 

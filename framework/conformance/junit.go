@@ -27,6 +27,51 @@ type Failure struct {
 
 const maxMessageLines = 5
 
+// Flake is a test that failed, then passed on a retry.
+type Flake struct {
+	// Name is the test's, as in the JUnit ("[It] " and the spec's full
+	// text).
+	Name string
+	// Attempts is how many runs it took to pass.
+	Attempts int
+	// Message is the start of its first failed attempt's message.
+	Message string
+}
+
+// readFlakes reads ginkgo's JSON report at path (a list of suite reports,
+// ginkgo's types) into r.Flaked: each spec that passed after more than
+// one attempt, with its first failure, which ginkgo keeps among the
+// spec's additional failures.
+func (r *Result) readFlakes(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read ginkgo's JSON report: %w", err)
+	}
+	var reports []types.Report
+	if err := json.Unmarshal(data, &reports); err != nil {
+		return fmt.Errorf("read ginkgo's JSON report %s: %w", path, err)
+	}
+	r.Flaked = []Flake{}
+	for _, rep := range reports {
+		for _, s := range rep.SpecReports {
+			if s.State != types.SpecStatePassed || s.NumAttempts < 2 {
+				continue
+			}
+			f := Flake{Name: "[" + s.LeafNodeType.String() + "] " + s.FullText(), Attempts: s.NumAttempts}
+			if len(s.AdditionalFailures) > 0 {
+				msg := s.AdditionalFailures[0].Failure.Message
+				// ginkgo's own first line: "Failure recorded during attempt 1:".
+				if _, rest, ok := strings.Cut(msg, "\n"); ok && strings.HasPrefix(msg, "Failure recorded during attempt") {
+					msg = rest
+				}
+				f.Message = firstLines(msg)
+			}
+			r.Flaked = append(r.Flaked, f)
+		}
+	}
+	return nil
+}
+
 // readJUnit reads e2e.test's JUnit at path (the format of ginkgo's JUnit
 // reporter, whose types it parses with) into r's counts and failures,
 // and sets r.JUnit.
