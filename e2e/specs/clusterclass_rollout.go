@@ -2,6 +2,7 @@ package specs
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -9,6 +10,7 @@ import (
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	capie2e "sigs.k8s.io/cluster-api/test/e2e"
+	infrav1 "sigs.k8s.io/cluster-api/test/infrastructure/docker/api/v1beta2"
 )
 
 // specClusterClassRollout is upstream's ClusterClassRolloutSpec
@@ -38,7 +40,7 @@ type ClusterClassRolloutSpecInput struct {
 	// FilterMetadataBeforeValidation, as upstream's, drops the labels and
 	// annotations a provider adds to Machines, infrastructure machines,
 	// bootstrap configs and Nodes before the spec compares them with the
-	// topology's. If unset, upstream's default (nothing dropped).
+	// topology's. If unset, DockerBackendMetadata.
 	FilterMetadataBeforeValidation func(object client.Object) clusterv1.ObjectMeta
 }
 
@@ -58,6 +60,10 @@ func ClusterClassRolloutSpec(inputGetter func() ClusterClassRolloutSpecInput) {
 	Context("clusterclass-rollout", Label(LabelClusterClassRollout), func() {
 		capie2e.ClusterClassRolloutSpec(context.Background(), func() capie2e.ClusterClassRolloutSpecInput {
 			in := inputGetter()
+			filter := in.FilterMetadataBeforeValidation
+			if filter == nil {
+				filter = DockerBackendMetadata
+			}
 			return capie2e.ClusterClassRolloutSpecInput{
 				E2EConfig:                      in.E2EConfig,
 				ClusterctlConfigPath:           in.ClusterctlConfigPath,
@@ -68,8 +74,22 @@ func ClusterClassRolloutSpec(inputGetter func() ClusterClassRolloutSpecInput) {
 				InfrastructureProvider:         in.InfrastructureProvider,
 				Flavor:                         deref(in.Flavor, "topology"),
 				PostNamespaceCreated:           in.PostNamespaceCreated,
-				FilterMetadataBeforeValidation: in.FilterMetadataBeforeValidation,
+				FilterMetadataBeforeValidation: filter,
 			}
 		})
 	})
+}
+
+// DockerBackendMetadata is an object's labels and annotations without
+// those CAPD's docker backend adds of its own: the load balancer weight
+// it puts on each control-plane DevMachine
+// (devmachine.infrastructure.cluster.x-k8s.io/weight, "100" while the
+// Machine is in the load balancer). Upstream's suite runs
+// ClusterClassRolloutSpec on the in-memory backend, which adds none, and
+// so passes no filter; on the docker backend its check of the
+// DevMachines' annotations fails without this one.
+func DockerBackendMetadata(obj client.Object) clusterv1.ObjectMeta {
+	annotations := maps.Clone(obj.GetAnnotations())
+	delete(annotations, infrav1.LoadbalancerWeightAnnotation)
+	return clusterv1.ObjectMeta{Labels: obj.GetLabels(), Annotations: annotations}
 }

@@ -1,10 +1,13 @@
 package specs
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	infrav1 "sigs.k8s.io/cluster-api/test/infrastructure/docker/api/v1beta2"
 )
 
 func TestClustersIn(t *testing.T) {
@@ -42,5 +45,25 @@ metadata:
 	}
 	if _, err := clustersIn([]byte("kind: [")); err == nil {
 		t.Error("clustersIn of broken YAML: no error")
+	}
+}
+
+func TestDockerBackendMetadata(t *testing.T) {
+	m := &infrav1.DevMachine{}
+	m.SetLabels(map[string]string{"cluster.x-k8s.io/cluster-name": "c1"})
+	m.SetAnnotations(map[string]string{
+		infrav1.LoadbalancerWeightAnnotation: "100",
+		"cluster.x-k8s.io/cloned-from-name":  "c1-cp",
+	})
+	got := DockerBackendMetadata(m)
+	if want := map[string]string{"cluster.x-k8s.io/cloned-from-name": "c1-cp"}; !maps.Equal(got.Annotations, want) {
+		t.Errorf("annotations = %v, want %v", got.Annotations, want)
+	}
+	if !maps.Equal(got.Labels, m.GetLabels()) {
+		t.Errorf("labels = %v, want %v", got.Labels, m.GetLabels())
+	}
+	// The object itself keeps its annotation.
+	if m.GetAnnotations()[infrav1.LoadbalancerWeightAnnotation] != "100" {
+		t.Errorf("the object's annotations changed: %v", m.GetAnnotations())
 	}
 }
