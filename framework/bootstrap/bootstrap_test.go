@@ -3,10 +3,14 @@ package bootstrap
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"testing"
+
+	kinderrors "sigs.k8s.io/kind/pkg/errors"
+	kindexec "sigs.k8s.io/kind/pkg/exec"
 
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/fake"
@@ -143,5 +147,30 @@ func TestCreateKindRefusesAnEngineWithoutSocketToMount(t *testing.T) {
 	_, err := CreateKind(context.Background(), KindOptions{Name: "x", NodeImage: "kindest/node:v0", Runtime: rt, MountDockerSocket: true})
 	if err == nil || !strings.Contains(err.Error(), "tcp://10.0.0.1:2376") {
 		t.Errorf("CreateKind on a tcp engine with MountDockerSocket = %v; want an error naming the endpoint", err)
+	}
+}
+
+func TestCommandOutputTail(t *testing.T) {
+	var out strings.Builder
+	for i := 1; i <= 20; i++ {
+		fmt.Fprintf(&out, "line %d\n", i)
+	}
+	out.WriteString("[wait-control-plane] timed out waiting for the condition\n")
+	// As kind returns it: its RunError wrapped by its errors package,
+	// then by ours.
+	run := &kindexec.RunError{Command: []string{"docker", "exec", "kubeadm", "init"}, Output: []byte(out.String()), Inner: errors.New("exit status 1")}
+	err := fmt.Errorf("create: %w", kinderrors.Wrap(run, "failed to init node with kubeadm"))
+	got := commandOutputTail(err)
+	if !strings.HasPrefix(got, "\nthe command's last lines of output:\nline 7\n") ||
+		!strings.HasSuffix(got, "line 20\n[wait-control-plane] timed out waiting for the condition") {
+		t.Errorf("commandOutputTail = %q", got)
+	}
+	if n := strings.Count(got, "\n"); n != outputTailLines+1 {
+		t.Errorf("%d lines, want %d", n, outputTailLines+1)
+	}
+	for _, err := range []error{errors.New("plain"), &kindexec.RunError{Output: []byte(" \n")}} {
+		if got := commandOutputTail(err); got != "" {
+			t.Errorf("commandOutputTail(%v) = %q, want none", err, got)
+		}
 	}
 }

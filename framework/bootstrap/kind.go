@@ -8,6 +8,7 @@
 package bootstrap
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,12 +16,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	kind "sigs.k8s.io/kind/pkg/cluster"
 	kindcmd "sigs.k8s.io/kind/pkg/cmd"
+	kindexec "sigs.k8s.io/kind/pkg/exec"
 
 	"github.com/capd-e2e/capd-e2e/framework/logs"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
@@ -224,9 +227,30 @@ func CreateKind(ctx context.Context, o KindOptions) (*KindCluster, error) {
 				err = fmt.Errorf("%w (and removing its late containers: %v)", err, serr)
 			}
 		}
-		return nil, fmt.Errorf("create kind cluster %q from %s: %w", o.Name, o.NodeImage, err)
+		return nil, fmt.Errorf("create kind cluster %q from %s: %w%s", o.Name, o.NodeImage, err, commandOutputTail(err))
 	}
 	return k, nil
+}
+
+// outputTailLines is how much of a failed command's output an error
+// quotes.
+const outputTailLines = 15
+
+// commandOutputTail is the end of the output of the command kind ran that
+// failed (kubeadm init, for one), as text on lines of its own after the
+// error, or "" if err holds none. kind keeps it only as the bytes of its
+// RunError, which the error's message leaves out and a failure report
+// prints as a list of numbers; the reason is in its last lines.
+func commandOutputTail(err error) string {
+	var run *kindexec.RunError
+	if !errors.As(err, &run) || len(bytes.TrimSpace(run.Output)) == 0 {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(run.Output), "\n"), "\n")
+	if len(lines) > outputTailLines {
+		lines = lines[len(lines)-outputTailLines:]
+	}
+	return "\nthe command's last lines of output:\n" + strings.Join(lines, "\n")
 }
 
 // kindProvider picks kind's provider for the engine Runtime talks to: its
