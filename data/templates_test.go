@@ -191,6 +191,21 @@ var flavors = []flavor{
 		kinds: topologyKinds,
 	},
 	{
+		name: "topology-taints", file: "cluster-template-topology-taints.yaml", topology: true,
+		kinds: topologyKinds,
+		check: func(objs []client.Object, _ map[string]string) {
+			// Upstream's ClusterClassRolloutSpec expects exactly these.
+			want := []clusterv1.MachineTaint{
+				{Key: "pre-existing-on-initialization-taint", Value: "on-initialization-value", Effect: corev1.TaintEffectPreferNoSchedule, Propagation: clusterv1.MachineTaintPropagationOnInitialization},
+				{Key: "pre-existing-always-taint", Value: "always-value", Effect: corev1.TaintEffectPreferNoSchedule, Propagation: clusterv1.MachineTaintPropagationAlways},
+			}
+			topology := find[*clusterv1.Cluster](objs, clusterName).Spec.Topology
+			Expect(topology.ControlPlane.Taints).To(Equal(want))
+			Expect(topology.Workers.MachineDeployments).To(HaveLen(1))
+			Expect(topology.Workers.MachineDeployments[0].Taints).To(Equal(want))
+		},
+	},
+	{
 		name: "topology-kcp-only", file: "cluster-template-topology-kcp-only.yaml", topology: true, noWorkers: true,
 		kinds: topologyKinds,
 	},

@@ -34,8 +34,12 @@ var specClusterClassRollout = declare(specFacts{
 type ClusterClassRolloutSpecInput struct {
 	CommonInput
 	// Flavor is the cluster template's flavor, of a ClusterClass with a
-	// KubeadmControlPlane and kubeadm bootstrap templates. If unset,
-	// "topology" (upstream's suite runs it on the in-memory backend).
+	// KubeadmControlPlane and kubeadm bootstrap templates, whose control
+	// plane and first MachineDeployment carry the two taints the spec
+	// expects on their Machines (pre-existing-always-taint and
+	// pre-existing-on-initialization-taint, PreferNoSchedule). If unset,
+	// "topology-taints" (upstream's suite runs it on the in-memory
+	// backend's in-memory-topology, which has them too).
 	Flavor *string
 	// FilterMetadataBeforeValidation, as upstream's, drops the labels and
 	// annotations a provider adds to Machines, infrastructure machines,
@@ -72,7 +76,7 @@ func ClusterClassRolloutSpec(inputGetter func() ClusterClassRolloutSpecInput) {
 				SkipCleanup:                    in.SkipCleanup,
 				ControlPlaneWaiters:            upstreamWaiters(in.CommonInput, specClusterClassRollout),
 				InfrastructureProvider:         in.InfrastructureProvider,
-				Flavor:                         deref(in.Flavor, "topology"),
+				Flavor:                         deref(in.Flavor, "topology-taints"),
 				PostNamespaceCreated:           in.PostNamespaceCreated,
 				FilterMetadataBeforeValidation: filter,
 			}
