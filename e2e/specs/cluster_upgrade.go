@@ -18,8 +18,6 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
 	"sigs.k8s.io/cluster-api/test/framework"
 	"sigs.k8s.io/cluster-api/test/framework/clusterctl"
-
-	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
 
 // The upgrade specs' names, and their facts.
@@ -443,9 +441,7 @@ func kubeProxyImage(version string) string {
 // engineImages returns those of refs the engine holds; none when it cannot
 // say.
 func (r *run) engineImages(ctx context.Context, refs ...string) []string {
-	images, ok := r.in.Runtime.(interface {
-		InspectImage(ctx context.Context, ref string) (runtime.Image, error)
-	})
+	images, ok := r.in.Runtime.(imageInspector)
 	if !ok {
 		return nil
 	}

@@ -150,9 +150,14 @@ func NodeDrainTimeoutSpec(inputGetter func() NodeDrainTimeoutSpecInput) {
 	})
 }
 
+// imageInspector is an engine that can say whether it holds an image.
+type imageInspector interface {
+	InspectImage(ctx context.Context, ref string) (runtime.Image, error)
+}
+
 // imageTagger is what provideImage needs of the engine.
 type imageTagger interface {
-	InspectImage(ctx context.Context, ref string) (runtime.Image, error)
+	imageInspector
 	TagImage(ctx context.Context, source, target string) error
 	RemoveImage(ctx context.Context, ref string) error
 }
