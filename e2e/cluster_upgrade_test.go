@@ -26,15 +26,17 @@ var _ = Describe("When upgrading a ClusterClass cluster's Kubernetes version", L
 
 // The upgrade, then Kubernetes' conformance suite at the new version: on a
 // ClusterClass cluster, as upstream's conformance upgrade job, and on one
-// without.
-var _ = Describe("When upgrading a ClusterClass cluster and testing Kubernetes conformance", Label(specs.LabelClusterClass), func() {
+// without. Serial, as every conformance spec of this suite: with
+// GINKGO_NODES=2 it runs after the other specs, alone, as a 2-core
+// machine needs (docs/reliability.md).
+var _ = Describe("When upgrading a ClusterClass cluster and testing Kubernetes conformance", Serial, Label(specs.LabelClusterClass), func() {
 	specs.ClusterUpgradeConformanceSpec(func() specs.ClusterUpgradeConformanceSpecInput {
 		return specs.ClusterUpgradeConformanceSpecInput{ClusterUpgradeSpecInput: specs.ClusterUpgradeSpecInput{
 			CommonInput: commonInput(), Flavor: ptr.To("topology"), WorkerMachineCount: ptr.To[int64](1)}}
 	})
 })
 
-var _ = Describe("When upgrading a cluster and testing Kubernetes conformance", func() {
+var _ = Describe("When upgrading a cluster and testing Kubernetes conformance", Serial, func() {
 	specs.ClusterUpgradeConformanceSpec(func() specs.ClusterUpgradeConformanceSpecInput {
 		return specs.ClusterUpgradeConformanceSpecInput{ClusterUpgradeSpecInput: specs.ClusterUpgradeSpecInput{CommonInput: commonInput()}}
 	})

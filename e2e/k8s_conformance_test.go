@@ -10,8 +10,9 @@ import (
 
 // Kubernetes' conformance suite on a new cluster of the default flavor
 // (KUBETEST_CONFIGURATION chooses the tests: conformance-fast.yaml by
-// default, conformance.yaml for all of them).
-var _ = Describe("When testing Kubernetes conformance", func() {
+// default, conformance.yaml for all of them). Serial: in a parallel run it
+// waits for the other specs and runs alone.
+var _ = Describe("When testing Kubernetes conformance", Serial, func() {
 	specs.K8SConformanceSpec(func() specs.K8SConformanceSpecInput {
 		return specs.K8SConformanceSpecInput{CommonInput: commonInput()}
 	})
