@@ -111,17 +111,22 @@ var topologyKinds = map[string]int{
 	"ConfigMap": 1, "ClusterResourceSet": 1,
 }
 
+// upstreamTaints are the Machine taints upstream's
+// KCPAndMachineDeploymentRolloutSpec and ClusterClassRolloutSpec expect,
+// exactly, on the control plane's and md-0's Machines: the kcp-md-taints
+// and topology-taints flavors declare them.
+var upstreamTaints = []clusterv1.MachineTaint{
+	{Key: "pre-existing-on-initialization-taint", Value: "on-initialization-value", Effect: corev1.TaintEffectPreferNoSchedule, Propagation: clusterv1.MachineTaintPropagationOnInitialization},
+	{Key: "pre-existing-always-taint", Value: "always-value", Effect: corev1.TaintEffectPreferNoSchedule, Propagation: clusterv1.MachineTaintPropagationAlways},
+}
+
 var flavors = []flavor{
 	{name: "", file: "cluster-template.yaml", kinds: baseKinds(nil)},
 	{
 		name: "kcp-md-taints", file: "cluster-template-kcp-md-taints.yaml", kinds: baseKinds(nil),
 		check: func(objs []client.Object, _ map[string]string) {
-			want := []clusterv1.MachineTaint{
-				{Key: "pre-existing-on-initialization-taint", Value: "on-initialization-value", Effect: corev1.TaintEffectPreferNoSchedule, Propagation: clusterv1.MachineTaintPropagationOnInitialization},
-				{Key: "pre-existing-always-taint", Value: "always-value", Effect: corev1.TaintEffectPreferNoSchedule, Propagation: clusterv1.MachineTaintPropagationAlways},
-			}
-			Expect(find[*controlplanev1.KubeadmControlPlane](objs, clusterName+"-control-plane").Spec.MachineTemplate.Spec.Taints).To(Equal(want))
-			Expect(find[*clusterv1.MachineDeployment](objs, clusterName+"-md-0").Spec.Template.Spec.Taints).To(Equal(want))
+			Expect(find[*controlplanev1.KubeadmControlPlane](objs, clusterName+"-control-plane").Spec.MachineTemplate.Spec.Taints).To(Equal(upstreamTaints))
+			Expect(find[*clusterv1.MachineDeployment](objs, clusterName+"-md-0").Spec.Template.Spec.Taints).To(Equal(upstreamTaints))
 		},
 	},
 	{
@@ -194,15 +199,10 @@ var flavors = []flavor{
 		name: "topology-taints", file: "cluster-template-topology-taints.yaml", topology: true,
 		kinds: topologyKinds,
 		check: func(objs []client.Object, _ map[string]string) {
-			// Upstream's ClusterClassRolloutSpec expects exactly these.
-			want := []clusterv1.MachineTaint{
-				{Key: "pre-existing-on-initialization-taint", Value: "on-initialization-value", Effect: corev1.TaintEffectPreferNoSchedule, Propagation: clusterv1.MachineTaintPropagationOnInitialization},
-				{Key: "pre-existing-always-taint", Value: "always-value", Effect: corev1.TaintEffectPreferNoSchedule, Propagation: clusterv1.MachineTaintPropagationAlways},
-			}
 			topology := find[*clusterv1.Cluster](objs, clusterName).Spec.Topology
-			Expect(topology.ControlPlane.Taints).To(Equal(want))
+			Expect(topology.ControlPlane.Taints).To(Equal(upstreamTaints))
 			Expect(topology.Workers.MachineDeployments).To(HaveLen(1))
-			Expect(topology.Workers.MachineDeployments[0].Taints).To(Equal(want))
+			Expect(topology.Workers.MachineDeployments[0].Taints).To(Equal(upstreamTaints))
 		},
 	},
 	{
