@@ -18,7 +18,7 @@
 // its summaries with a report entry (summary.ReportEntry).
 //
 // When the artifacts folder is full, Write frees the reserve the job left
-// for it (ReserveFile, written by scripts/ci-e2e.sh) and tries again, so
+// for it (ReserveFile, written by capd-e2e run) and tries again, so
 // that the JUnit report still reaches Prow; what it could not write it
 // says, and returns as an error.
 package report
@@ -48,7 +48,7 @@ const (
 	// HTMLFile is the run report.
 	HTMLFile = "report.html"
 	// ReserveFile is space kept for the reports: a job creates it in the
-	// artifacts folder before the suite runs (scripts/ci-e2e.sh, 1 MiB);
+	// artifacts folder before the suite runs (capd-e2e run, 1 MiB);
 	// Write removes it when a write fails for lack of space.
 	ReserveFile = ".capd-e2e-reserve"
 )
@@ -110,6 +110,8 @@ type Spec struct {
 	Summaries []Summary
 
 	index int // in the Ginkgo report's SpecReports
+	// stage is a StageFailure's stage: its failing phase.
+	stage string
 }
 
 // Summary is one spec summary and the artifacts of its folder.
@@ -175,6 +177,9 @@ func Build(in Input) Run {
 }
 
 func (s Spec) failingPhase() string {
+	if s.stage != "" {
+		return s.stage
+	}
 	for _, sum := range s.Summaries {
 		if p := sum.FailingPhase(); p != "" {
 			return p
@@ -204,6 +209,9 @@ func buildSpec(root string, sr types.SpecReport) Spec {
 		s.Location = sr.Failure.Location.String()
 	}
 	for _, e := range sr.ReportEntries {
+		if e.Name == stageEntry {
+			s.stage = e.Value.String()
+		}
 		if e.Name != summary.ReportEntry {
 			continue
 		}
@@ -322,26 +330,35 @@ func Write(in Input) error {
 	if in.JUnitFile == "" {
 		in.JUnitFile = JUnitFile
 	}
+	return write(in, nil)
+}
+
+// write writes the reports want names (every one if want is nil).
+func write(in Input, want map[string]bool) error {
+	wanted := func(name string) bool { return want == nil || want[name] }
 	run := Build(in)
-	junit, jerr := JUnit(in.Report, run)
-	meta, merr := json.MarshalIndent(Metadata(run), "", "  ")
 	var errs []error
 	// JUnit first: it is what Prow needs most.
-	if jerr != nil {
-		errs = append(errs, fmt.Errorf("JUnit report: %w", jerr))
-	} else {
-		errs = append(errs, writeFile(in.ArtifactFolder, in.JUnitFile, junit))
+	if wanted(in.JUnitFile) {
+		if junit, err := JUnit(in.Report, run); err != nil {
+			errs = append(errs, fmt.Errorf("JUnit report: %w", err))
+		} else {
+			errs = append(errs, writeFile(in.ArtifactFolder, in.JUnitFile, junit))
+		}
 	}
-	if merr != nil {
-		errs = append(errs, fmt.Errorf("%s: %w", MetadataFile, merr))
-	} else {
-		errs = append(errs, writeFile(in.ArtifactFolder, MetadataFile, append(meta, '\n')))
+	if wanted(MetadataFile) {
+		if meta, err := json.MarshalIndent(Metadata(run), "", "  "); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", MetadataFile, err))
+		} else {
+			errs = append(errs, writeFile(in.ArtifactFolder, MetadataFile, append(meta, '\n')))
+		}
 	}
-	html, herr := HTML(run)
-	if herr != nil {
-		errs = append(errs, fmt.Errorf("%s: %w", HTMLFile, herr))
-	} else {
-		errs = append(errs, writeFile(in.ArtifactFolder, HTMLFile, html))
+	if wanted(HTMLFile) {
+		if html, err := HTML(run); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", HTMLFile, err))
+		} else {
+			errs = append(errs, writeFile(in.ArtifactFolder, HTMLFile, html))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/onsi/ginkgo/v2/reporters"
 	"github.com/onsi/ginkgo/v2/types"
@@ -208,5 +209,43 @@ func TestKeyArtifactsOfAConformanceRun(t *testing.T) {
 	want := []string{dir + "/summary.txt", dir + "/kubetest/e2e.log", dir + "/kubetest/junit_kubetest.k8s-conformance-x1.01.xml"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("key artifacts = %q, want %q", got, want)
+	}
+}
+
+func TestStageFailureNamesTheStage(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Date(2026, 12, 6, 16, 0, 0, 0, time.UTC)
+	in := Input{Report: StageFailure("capd-e2e run", "provide the images", "no such step", start, start.Add(time.Minute)), ArtifactFolder: dir, RunID: "r1"}
+	if err := WriteMissing(in); err != nil {
+		t.Fatal(err)
+	}
+	junit, err := os.ReadFile(filepath.Join(dir, JUnitFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<failure message="[provide the images] capd-e2e run failed at: provide the images`, "no such step"} {
+		if !strings.Contains(string(junit), want) {
+			t.Errorf("JUnit lacks %q:\n%s", want, junit)
+		}
+	}
+	meta, err := os.ReadFile(filepath.Join(dir, MetadataFile))
+	if err != nil || !strings.Contains(string(meta), `"capd-e2e-failing-phase": "capd-e2e run provide the images: provide the images"`) {
+		t.Errorf("metadata.json: %v\n%s", err, meta)
+	}
+	// What the suite wrote stays.
+	if err := os.WriteFile(filepath.Join(dir, JUnitFile), []byte("<suite's/>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, HTMLFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMissing(in); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, JUnitFile)); string(b) != "<suite's/>" {
+		t.Errorf("WriteMissing replaced the suite's JUnit report: %s", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, HTMLFile)); err != nil {
+		t.Errorf("WriteMissing did not write the missing report.html: %v", err)
 	}
 }

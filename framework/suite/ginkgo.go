@@ -23,6 +23,7 @@ import (
 
 	"github.com/capd-e2e/capd-e2e/framework/config"
 	"github.com/capd-e2e/capd-e2e/framework/report"
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/framework/suite/selection"
 )
 
@@ -104,6 +105,9 @@ type Suite struct {
 	opts       Options
 	logOptions *logs.Options
 	env        *Environment
+	// watcher outlives the suite's process 1 (watch.go); nil under a
+	// supervisor.
+	watcher *watcher
 	// requirements are those of the specs that will run, found by Run.
 	requirements []Requirement
 }
@@ -168,7 +172,18 @@ func (s *Suite) Run(t *testing.T, description string) {
 // (`var _ = s.RegisterSetupAndTeardown()`).
 func (s *Suite) RegisterSetupAndTeardown() bool {
 	SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
+		// The run id first, for the watcher, which is started before
+		// anything of the run exists.
+		runID := os.Getenv(EnvRunID)
+		if runID == "" {
+			runID = runtime.NewRunID()
+		}
+		w, err := startWatcher(watchTask{RunID: runID, Artifacts: s.ArtifactFolder, JUnitFile: s.JUnitReport,
+			SkipCleanup: s.SkipCleanup, SuitePID: os.Getpid(), Started: time.Now()})
+		Expect(err).ToNot(HaveOccurred(), "start the suite's watcher (set %s=true only where a supervisor outlives the suite)", EnvSupervised)
+		s.watcher = w
 		in := SetupInput{
+			RunID:                runID,
 			ConfigPath:           s.ConfigPath,
 			ArtifactFolder:       s.ArtifactFolder,
 			ClusterctlConfigPath: s.ClusterctlConfig,

@@ -19,6 +19,19 @@ import (
 // (framework/report), in the artifacts folder.
 func (s *Suite) registerReport() {
 	ReportAfterSuite("capd-e2e reports", func(rep Report) {
+		// PreviewSpecs (Run's look at what will run) reports too, as a dry
+		// run: a report of nothing run, which must not stand in the
+		// artifacts for a run that is then killed.
+		if rep.SuiteConfig.DryRun {
+			return
+		}
+		// The suite's reports are done (or failed, and said so): its
+		// watcher has nothing to do.
+		defer func() {
+			if err := s.watcher.done(); err != nil {
+				fmt.Fprintf(os.Stderr, "capd-e2e: telling the suite's watcher the suite is done: %v\n", err)
+			}
+		}()
 		if s.JUnitReport == "" {
 			return
 		}
