@@ -43,9 +43,7 @@ func (e *Environment) Teardown(ctx context.Context) error {
 		// Everything of the run: its labelled objects and the containers of
 		// every cluster it tracked. Clean, the run's markers go too.
 		if e.tracker != nil {
-			if err := leak.FinishRun(ctx, e.Runtime, e.RunID); err != nil {
-				errs = append(errs, fmt.Errorf("the run left objects behind (`make clean-e2e` removes them): %w", err))
-			}
+			errs = append(errs, finishRun(ctx, e.Runtime, e.RunID))
 		}
 		if e.ownRuntime {
 			errs = append(errs, e.Runtime.Close())
@@ -56,6 +54,24 @@ func (e *Environment) Teardown(ctx context.Context) error {
 		errs = append(errs, os.RemoveAll(e.privateDir))
 	}
 	return errors.Join(errs...)
+}
+
+// finishRun checks that the run left nothing; what it left is removed,
+// so that nothing outlives the run, and returned as the error that fails
+// the suite.
+func finishRun(ctx context.Context, rt leak.Engine, runID string) error {
+	rep, err := leak.CheckRun(ctx, rt, runID)
+	if err != nil {
+		return fmt.Errorf("the leak check: %w", err)
+	}
+	if rep.Empty() {
+		return leak.FinishRun(ctx, rt, runID)
+	}
+	left := fmt.Errorf("the run left objects behind (now removed): %w", rep.Err())
+	if err := leak.Remove(ctx, rt, rep); err != nil {
+		return errors.Join(left, fmt.Errorf("removing them (`make clean-e2e` removes them later): %w", err))
+	}
+	return errors.Join(left, leak.FinishRun(ctx, rt, runID))
 }
 
 // redactArtifacts replaces every secret in the artifacts folder (bootstrap
