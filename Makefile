@@ -23,7 +23,7 @@ test-podman: ## The runtime's integration tests against Podman's Docker-API serv
 lint: ## gofmt and go vet.
 	scripts/lint.sh
 
-images: ## Provide the images the specs GINKGO_LABEL_FILTER (FOCUS, SKIP) selects need, every image without one: built from the Go module proxy and Debian, or pulled (build.registry). ARGS=-list shows the plan and who needs each step.
+images: ## Provide the images the specs GINKGO_LABEL_FILTER (FOCUS, SKIP) selects need, every image without one: built from the Go module proxy and Debian, or pulled (build.registry). ARGS=--list shows the plan and who needs each step.
 	scripts/images.sh $(ARGS)
 
 test-images: images ## Boot a 2-node kind cluster from the built images (slow).
@@ -44,8 +44,8 @@ test-registry: ## Publish to a local registry, remove, pull back through the pol
 test-faults: ## Inject faults into real E2E runs (FAULTS=... to choose) and check nothing is left.
 	scripts/test-faults.sh
 
-clean-e2e: ## Remove what killed E2E runs and tests left in the engine (never a live run's; kept environments only by name: ARGS="-run NAME", or ARGS=-kept).
-	go run ./cmd/capd-e2e-clean $(ARGS)
+clean-e2e: ## Remove what killed E2E runs and tests left in the engine (never a live run's; kept environments only by name: ARGS="--run NAME", or ARGS=--kept).
+	scripts/capd-e2e.sh clean $(ARGS)
 
 up: ## A management and a workload cluster left running to explore (NAME, FLAVOR, CONTROL_PLANE_MACHINE_COUNT, WORKER_MACHINE_COUNT, CCM=false); see docs/explore.md.
 	scripts/up.sh

@@ -9,13 +9,12 @@ cd "$REPO_ROOT"
 NAME=${NAME:-explore}
 DIR=$REPO_ROOT/_explore/$NAME
 
-go build -o hack/tools/bin/capd-e2e-clean ./cmd/capd-e2e-clean
-if ! hack/tools/bin/capd-e2e-clean -list | grep -q "kept as $NAME)"; then
-  kept=$(hack/tools/bin/capd-e2e-clean -list | { grep -o 'kept as [^)]*' || true; } | sed 's/kept as //' | tr '\n' ' ')
+if ! scripts/capd-e2e.sh clean --list | grep -q "kept as $NAME)"; then
+  kept=$(scripts/capd-e2e.sh clean --list | { grep -o 'kept as [^)]*' || true; } | sed 's/kept as //' | tr '\n' ' ')
   echo "make down: no environment \"$NAME\" is up; nothing removed.${kept:+ Kept environments: ${kept}(make down NAME=<name>).}"
   rm -f "$DIR"/*.kubeconfig "$DIR/env.txt"
   exit 0
 fi
-hack/tools/bin/capd-e2e-clean -run "$NAME"
+scripts/capd-e2e.sh clean --run "$NAME"
 rm -f "$DIR"/*.kubeconfig "$DIR/env.txt"
 echo "make down: \"$NAME\" removed; its artifacts stay in $DIR/artifacts"

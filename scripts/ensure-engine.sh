@@ -51,14 +51,14 @@ if [[ -r $THP ]] && ! grep -q '\[always\]' "$THP"; then
   fi
 fi
 
-# The engine is asked through our runtime (cmd/capd-e2e-engine), not the
+# The engine is asked through our runtime (capd-e2e engine), not the
 # docker CLI: it tells Podman from Docker by the components the engine
 # lists, where Podman's version (4.3.1) would read as a Docker older than 23.
 REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
-ENGINE=$REPO_ROOT/hack/tools/bin/capd-e2e-engine
+TOOL=$REPO_ROOT/hack/tools/bin/capd-e2e
 # As the other tools (gobuild.HarnessEnv and HarnessFlags).
-(cd "$REPO_ROOT" && CGO_ENABLED=0 go build -gcflags=all=-dwarf=false -o "$ENGINE" ./cmd/capd-e2e-engine)
-engine_up() { timeout 10 "$ENGINE" version >/dev/null 2>&1; }
+(cd "$REPO_ROOT" && GOGC=${GOGC:-400} CGO_ENABLED=0 go build -gcflags=all=-dwarf=false -o "$TOOL" ./cmd/capd-e2e)
+engine_up() { timeout 10 "$TOOL" engine version >/dev/null 2>&1; }
 SYSTEM_PIDFILE=/var/run/docker.pid
 system_dockerd() { [[ -f $SYSTEM_PIDFILE ]] && kill -0 "$(cat "$SYSTEM_PIDFILE")" 2>/dev/null && [[ $(cat "/proc/$(cat "$SYSTEM_PIDFILE")/comm" 2>/dev/null) == dockerd ]]; }
 our_dockerd() { [[ -f $PIDFILE ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null && [[ $(cat "/proc/$(cat "$PIDFILE")/comm" 2>/dev/null) == dockerd ]]; }
@@ -97,7 +97,7 @@ if ! engine_up; then
   log "starting dockerd (CAPD_E2E_FIX_ENGINE; log: $LOGFILE)"
   start_dockerd
 fi
-read -r product version endpoint < <("$ENGINE" version)
+read -r product version endpoint < <("$TOOL" engine version)
 log "engine: $product $version at $endpoint"
 $privileged || exit 0
 
@@ -170,4 +170,4 @@ apt-get update -qq
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t trixie docker.io >/dev/null
 [[ -n $running_pidfile ]] && stop_dockerd "$running_pidfile"
 start_dockerd
-log "engine now: $("$ENGINE" version)"
+log "engine now: $("$TOOL" engine version)"

@@ -132,8 +132,8 @@ check_modules || ok=false
 check_conf || ok=false
 $ok || exit 1
 cd "$REPO_ROOT"
-go build -o hack/tools/bin/capd-e2e-engine ./cmd/capd-e2e-engine
-answers() { DOCKER_HOST=unix://$SOCKET timeout 10 hack/tools/bin/capd-e2e-engine version 2>/dev/null; }
+go build -o hack/tools/bin/capd-e2e ./cmd/capd-e2e
+answers() { DOCKER_HOST=unix://$SOCKET timeout 10 hack/tools/bin/capd-e2e engine version 2>/dev/null; }
 if $conf_changed && our_service; then
   log "restarting the Podman service this script started, for the new settings"
   stop_service

@@ -76,8 +76,7 @@ take_over_leases() {
 }
 
 if ((${#changed[@]})); then
-  go build -o hack/tools/bin/capd-e2e-load ./cmd/capd-e2e-load
-  hack/tools/bin/capd-e2e-load -cluster "$management_cluster" "${changed[@]}"
+  scripts/capd-e2e.sh load --cluster "$management_cluster" "${changed[@]}"
   restarted=()
   declare -A old_pods
   for d in "${deployments[@]}"; do

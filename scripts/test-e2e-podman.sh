@@ -7,7 +7,7 @@
 # (applies them under CAPD_E2E_FIX_ENGINE; docs/podman.md) and starts the
 # service; it is stopped afterwards if this run started it. Images: those a
 # Docker engine on this machine holds with current inputs are copied from
-# it (capd-e2e-images does that on Podman unless CAPD_E2E_IMAGES_FROM says
+# it (capd-e2e images does that on Podman unless CAPD_E2E_IMAGES_FROM says
 # otherwise); the others are built into Podman. Everything else is scripts/ci-e2e.sh, unchanged: the same
 # artifacts, JUnit, leak check.
 set -o errexit -o nounset -o pipefail

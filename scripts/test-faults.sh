@@ -8,12 +8,12 @@
 #   bad-config         KUBERNETES_VERSION without a node image: fails before
 #                      anything is created
 #   setup-fail         setup fails after kind create (injected at cert-manager's install)
-#   interrupt-kind     SIGTERM to ci-e2e.sh during kind create (kubeadm init and the image load)
-#   interrupt-nodes    SIGTERM to ci-e2e.sh while kind creates its node containers
-#   interrupt-cp       SIGTERM to ci-e2e.sh during the control-plane wait
+#   interrupt-kind     SIGTERM to the job during kind create (kubeadm init and the image load)
+#   interrupt-nodes    SIGTERM to the job while kind creates its node containers
+#   interrupt-cp       SIGTERM to the job during the control-plane wait
 #   sigint-suite       SIGINT to the suite's test process during the control-plane wait
 #   double-interrupt   two SIGTERMs during the control-plane wait (Ginkgo skips
-#                      its cleanup; ci-e2e.sh removes the leftovers by run id)
+#                      its cleanup; capd-e2e run removes the leftovers by run id)
 #   killed-rerun       kill -9 of the whole run during the control-plane wait,
 #                      then a re-run, whose setup removes what the dead run left
 #   concurrent         two quick-starts at once on one engine
@@ -47,13 +47,11 @@ newid() { od -An -N6 -tx1 /dev/urandom | tr -d ' \n'; }
 scripts/ensure-engine.sh --privileged-nesting
 scripts/install-deps.sh --kubectl
 scripts/images.sh >"$OUT/images.log" 2>&1
-CGO_ENABLED=0 go build -gcflags=all=-dwarf=false -o hack/tools/bin/capd-e2e-clean ./cmd/capd-e2e-clean
-CGO_ENABLED=0 go build -gcflags=all=-dwarf=false -o hack/tools/bin/capd-e2e-secrets ./cmd/capd-e2e-secrets
-CGO_ENABLED=0 go build -gcflags=all=-dwarf=false -o hack/tools/bin/capd-e2e-engine ./cmd/capd-e2e-engine
+CGO_ENABLED=0 GOGC=400 go build -gcflags=all=-dwarf=false -o hack/tools/bin/capd-e2e ./cmd/capd-e2e
 
 # What the engine holds, to compare before and after a scenario.
 state() {
-  hack/tools/bin/capd-e2e-engine objects
+  hack/tools/bin/capd-e2e engine objects
 }
 
 # start NAME [VAR=value...]: runs ci-e2e.sh (CI_E2E, default this
@@ -96,9 +94,9 @@ check() {
   if [[ -n $MISSED ]]; then
     ok=false; phase="$phase (NOT REACHED: $MISSED)"; MISSED=
   fi
-  # An independent scan of what the run published (ci-e2e.sh scanned and
+  # An independent scan of what the run published (capd-e2e run scanned and
   # redacted it too; this checks that it did).
-  if hack/tools/bin/capd-e2e-secrets scan "$OUT/$name/artifacts" >"$OUT/$name/secrets-scan.txt" 2>&1; then
+  if hack/tools/bin/capd-e2e secrets scan "$OUT/$name/artifacts" >"$OUT/$name/secrets-scan.txt" 2>&1; then
     secrets="none in $(find "$OUT/$name/artifacts" -type f | wc -l) files"
   else
     secrets="FOUND (see $name/secrets-scan.txt)"; ok=false
@@ -135,8 +133,9 @@ check() {
 }
 
 # suite_pid PID: the suite's test process (e2e.test) among the descendants
-# of the run this script started as PID (ci-e2e.sh starts it in a session of
-# its own, so a kill of the run's group misses it); never another run's.
+# of the run this script started as PID (capd-e2e run starts Ginkgo in a
+# process group of its own, so a kill of the run's group misses it); never
+# another run's.
 suite_pid() {
   local queue=("$1") p found=
   while ((${#queue[@]})); do
@@ -187,7 +186,7 @@ for f in $FAULTS; do
     ;;
   artifacts-full)
     # The artifacts folder on a 3 MB tmpfs: the job fills it and fails; the
-    # JUnit report must still be written (the reserve ci-e2e.sh keeps), and
+    # JUnit report must still be written (the reserve capd-e2e run keeps), and
     # a failed write must not read as leftovers.
     mkdir -p "$OUT/$f/artifacts"
     mount -t tmpfs -o size=3m capd-e2e-full "$OUT/$f/artifacts"

@@ -26,6 +26,5 @@ go test -count=1 -run '^TestIntegration' ./framework/leak/... ./factory/oci/... 
 # The cloud provider's load balancer test runs the harness's haproxy image:
 # copied through our runtime from the Docker engine when it holds it
 # current (make test built it there), else built into Podman.
-go build -o hack/tools/bin/capd-e2e-images ./factory/cmd/capd-e2e-images
-hack/tools/bin/capd-e2e-images -only haproxy | grep -E 'haproxy|images:'
+scripts/capd-e2e.sh images --only haproxy | grep -E 'haproxy|images:'
 (cd cloudprovider && go test -count=1 -run '^TestIntegration' ./...)

@@ -41,7 +41,7 @@ t0=$(date +%s)
 IMAGE_PUBLISH=$REG scripts/images.sh >"$OUT/1-publish.log" 2>&1
 log "1. published in $(( $(date +%s) - t0 ))s: $(grep -c 'published as' "$OUT/1-publish.log") images, $(du -sh "$store/data" | cut -f1) in the registry"
 
-targets=$(hack/tools/bin/capd-e2e-images -config "${E2E_CONFIG:-config/e2e.yaml}" -list | awk '$4 == "target" {print $3}')
+targets=$(scripts/capd-e2e.sh images --config "${E2E_CONFIG:-config/e2e.yaml}" --list | awk '$4 == "target" {print $3}')
 for img in $targets; do docker rmi "$img" >/dev/null; done
 missing=0
 for img in $targets; do docker image inspect "$img" >/dev/null 2>&1 || missing=$((missing + 1)); done

@@ -17,10 +17,9 @@ NAME=${NAME:-explore}
 [[ $NAME =~ ^[a-zA-Z0-9][a-zA-Z0-9_.-]*$ ]] || { echo "make up: NAME=$NAME: want letters, digits, '_', '.' or '-'" >&2; exit 2; }
 DIR=$REPO_ROOT/_explore/$NAME
 
-go build -o hack/tools/bin/capd-e2e-clean ./cmd/capd-e2e-clean
-if hack/tools/bin/capd-e2e-clean -list | grep -q "kept as $NAME)"; then
+if scripts/capd-e2e.sh clean --list | grep -q "kept as $NAME)"; then
   echo "make up: environment \"$NAME\" is already up (kubeconfigs in $DIR):" >&2
-  hack/tools/bin/capd-e2e-clean -list | grep "kept as $NAME)" >&2
+  scripts/capd-e2e.sh clean --list | grep "kept as $NAME)" >&2
   echo "make up: use it, remove it with \`make down NAME=$NAME\`, or bring up another with NAME=<name>" >&2
   exit 1
 fi
@@ -41,7 +40,7 @@ mkdir -p "$DIR"
 
 if ! scripts/ci-e2e.sh; then
   echo "make up: bringing up \"$NAME\" failed (artifacts: $ARTIFACTS, report: $ARTIFACTS/report.html); removing what it made" >&2
-  hack/tools/bin/capd-e2e-clean -run "$NAME,$CAPD_E2E_RUN_ID" >&2 || true
+  scripts/capd-e2e.sh clean --run "$NAME,$CAPD_E2E_RUN_ID" >&2 || true
   exit 1
 fi
 

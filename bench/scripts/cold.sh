@@ -23,7 +23,7 @@
 # they built besides (the images they alone need, nothing else). Per side it records the wall time, the images phase
 # and the suite (from ci-e2e.sh's log), the CPU time of the whole machine
 # (/proc/stat, so the engine's and the containers' too) and the CPUs busy on
-# average; per plan step its wall and CPU time as capd-e2e-images logs them
+# average; per plan step its wall and CPU time as `capd-e2e images` logs them
 # ("built in W (cpu C)"; a side that does not log CPU shows "-"). Results:
 # $ARTIFACTS/bench-cold/results.md, logs beside it. Slow: a cold build per
 # side (about 45 minutes for a side that builds every image, on 2 cores).
@@ -61,7 +61,7 @@ clear_images() {
   fi
 }
 
-# built_steps LOG: each step capd-e2e-images built, from its lines
+# built_steps LOG: each step `capd-e2e images` built, from its lines
 # "[i/n] ID: built in W (cpu C)", as "ID W C" (C empty when not logged).
 built_steps() {
   sed -n 's/^\[[0-9]*\/[0-9]*\] \(.*\): built in \([^ ]*\)\( (cpu \([^)]*\))\)\{0,1\}$/\1 \2 \4/p' "$1"

@@ -26,8 +26,8 @@
 #
 # A run that fails is marked failed in results.md and the others still run;
 # the script then exits 1. Each run's artifacts and log are scanned for
-# secrets with this checkout's capd-e2e-secrets (bench-e2e runs ginkgo
-# directly, without ci-e2e.sh's last scan, and an older checkout may redact
+# secrets with this checkout's `capd-e2e secrets` (bench-e2e runs ginkgo
+# directly, without capd-e2e run's last scan, and an older checkout may redact
 # less): anything found is redacted, and the run is marked failed.
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "$0")/../.."
@@ -39,8 +39,8 @@ scripts/install-deps.sh
 scripts/ensure-engine.sh --privileged-nesting
 GOBIN=$repo/hack/tools/bin go install github.com/onsi/ginkgo/v2/ginkgo
 ginkgo=$repo/hack/tools/bin/ginkgo
-go build -o hack/tools/bin/capd-e2e-secrets ./cmd/capd-e2e-secrets
-secrets=$repo/hack/tools/bin/capd-e2e-secrets
+go build -o hack/tools/bin/capd-e2e ./cmd/capd-e2e
+secrets() { "$repo/hack/tools/bin/capd-e2e" secrets "$@"; }
 declare -A failed=()
 
 # suite NAME DIR SUITE FILTER [SKIP_REGEXP]: the suite in folder SUITE of
@@ -56,8 +56,8 @@ suite() {
     echo "bench-e2e: $name failed (rc $rc); see $out/$name.log" >&2
     failed[$name]="the suite exited with code $rc ($name.log)"
   fi
-  if ! "$secrets" scan "$out/$name" "$out/$name.log" >"$out/$name.secrets-scan.txt" 2>&1; then
-    "$secrets" redact "$out/$name" "$out/$name.log" >>"$out/$name.secrets-scan.txt" 2>&1 || true
+  if ! secrets scan "$out/$name" "$out/$name.log" >"$out/$name.secrets-scan.txt" 2>&1; then
+    secrets redact "$out/$name" "$out/$name.log" >>"$out/$name.secrets-scan.txt" 2>&1 || true
     echo "bench-e2e: $name left secrets, now redacted; see $out/$name.secrets-scan.txt" >&2
     failed[$name]="${failed[$name]:+${failed[$name]}; }secrets found and redacted ($name.secrets-scan.txt)"
   fi

@@ -19,7 +19,7 @@ mkdir -p "$out"
 jobs=${JOBS:-$(nproc)}
 scripts/install-deps.sh
 scripts/ensure-engine.sh --privileged-nesting
-go build -o hack/tools/bin/capd-e2e-images ./factory/cmd/capd-e2e-images
+go build -o hack/tools/bin/capd-e2e ./cmd/capd-e2e
 bench_cache=${BENCH_CACHE:-/tmp/capd-e2e-bench-images}
 export GOMODCACHE=$bench_cache/gomod GOCACHE=$bench_cache/gobuild CAPD_E2E_CACHE=$bench_cache/capd-e2e
 
@@ -53,7 +53,7 @@ side() {
   local sampler=$!
   read -r b0 t0 < <(cpu_ticks)
   local s0=$SECONDS rc=0
-  hack/tools/bin/capd-e2e-images -config "${E2E_CONFIG:-config/e2e.yaml}" -jobs "$j" >"$log" 2>&1 || rc=$?
+  hack/tools/bin/capd-e2e images --config "${E2E_CONFIG:-config/e2e.yaml}" --jobs "$j" >"$log" 2>&1 || rc=$?
   local wall=$((SECONDS - s0))
   read -r b1 t1 < <(cpu_ticks)
   kill "$sampler" 2>/dev/null || true

@@ -35,7 +35,7 @@ func DefaultCost(s Step) Cost {
 		// whichever component builds first; the others reuse them (see
 		// RunOptions.Exclusive). The estimate puts it on kube-apiserver,
 		// which has no dependency and so is ready first.
-		// The memory allows for a relaxed garbage collector (capd-e2e-images
+		// The memory allows for a relaxed garbage collector (`capd-e2e images`
 		// runs go with GOGC=400).
 		if s.Inputs[InputComponent] == config.KubeAPIServer {
 			return Cost{Memory: 6 * gib, Duration: 6 * time.Minute}

@@ -293,7 +293,7 @@ type Registry struct {
 	// Environment override IMAGE_POLICY. If unset, pull-else-build.
 	Policy string `json:"policy,omitempty"`
 	// Policies overrides Policy per build step (step IDs as
-	// `capd-e2e-images -list` prints them; a trailing "*" matches a
+	// `capd-e2e images --list` prints them; a trailing "*" matches a
 	// prefix), e.g. {"node/*": build}.
 	Policies map[string]string `json:"policies,omitempty"`
 	// Mirror is a registry that serves every image as

@@ -100,3 +100,25 @@ func TestCloudProviderDependsOnTheRuntimeAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestOneCommandLine: the harness's tools are subcommands of one binary,
+// cmd/capd-e2e (internal/cli); the other commands run in containers (the
+// cert-manager substitute, the cloud-controller-manager).
+func TestOneCommandLine(t *testing.T) {
+	want := map[string]bool{module + "/cmd/capd-e2e": true, module + "/cmd/cert-manager-substitute": true}
+	cmd := exec.Command("go", "list", "-tags", "e2e,images", "-f", `{{if eq .Name "main"}}{{.ImportPath}}{{end}}`, "./...")
+	cmd.Dir = repoRoot(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	got := strings.Fields(string(out))
+	for _, c := range got {
+		if !want[c] {
+			t.Errorf("command %s: make it a subcommand of capd-e2e (internal/cli)", c)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("commands %q; want %d", got, len(want))
+	}
+}

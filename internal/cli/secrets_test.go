@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ func TestScanRedactScan(t *testing.T) {
 	}
 
 	var out, errOut bytes.Buffer
-	if code := run([]string{"scan", root}, &out, &errOut); code != 1 {
+	if code := runSecrets([]string{"scan", root}, &out, &errOut); code != 1 {
 		t.Fatalf("scan exit code %d, want 1; stderr:\n%s", code, errOut.String())
 	}
 	if strings.Contains(out.String()+errOut.String(), tok) {
@@ -46,7 +46,7 @@ func TestScanRedactScan(t *testing.T) {
 
 	out.Reset()
 	errOut.Reset()
-	if code := run([]string{"redact", root}, &out, &errOut); code != 0 {
+	if code := runSecrets([]string{"redact", root}, &out, &errOut); code != 0 {
 		t.Fatalf("redact exit code %d; stderr:\n%s", code, errOut.String())
 	}
 	if out.String() != "redacted "+journal+"\n" {
@@ -57,7 +57,7 @@ func TestScanRedactScan(t *testing.T) {
 	}
 
 	out.Reset()
-	if code := run([]string{"scan", journal}, &out, &errOut); code != 0 || out.Len() != 0 {
+	if code := runSecrets([]string{"scan", journal}, &out, &errOut); code != 0 || out.Len() != 0 {
 		t.Errorf("second scan: exit code %d, output %q", code, out.String())
 	}
 }
@@ -65,13 +65,13 @@ func TestScanRedactScan(t *testing.T) {
 func TestUsageAndErrors(t *testing.T) {
 	var out, errOut bytes.Buffer
 	for _, args := range [][]string{nil, {"scan"}, {"frob", "."}} {
-		if code := run(args, &out, &errOut); code != 2 {
+		if code := runSecrets(args, &out, &errOut); code != 2 {
 			t.Errorf("run(%q) = %d, want 2", args, code)
 		}
 	}
 	errOut.Reset()
 	missing := filepath.Join(t.TempDir(), "nope")
-	if code := run([]string{"scan", missing}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), missing) {
+	if code := runSecrets([]string{"scan", missing}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), missing) {
 		t.Errorf("missing path: exit code %d, stderr %q", code, errOut.String())
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package imagescmd
 
 import (
 	"context"
@@ -78,43 +78,50 @@ func TestWithoutUnbuildable(t *testing.T) {
 	}
 }
 
-func TestSplitList(t *testing.T) {
-	if got := splitList(" a, b,,c "); !slices.Equal(got, []string{"a", "b", "c"}) {
-		t.Errorf("splitList = %q", got)
+func TestListFlags(t *testing.T) {
+	o, err := parseFlags([]string{"--only", " a, b,,c ", "--rebuild", "x", "--rebuild", "y"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := splitList(""); got != nil {
-		t.Errorf("splitList(\"\") = %q", got)
+	if !slices.Equal(o.only, []string{"a", "b", "c"}) || !slices.Equal(o.rebuild, []string{"x", "y"}) {
+		t.Errorf("--only %q, --rebuild %q", o.only, o.rebuild)
+	}
+	if o, err := parseFlags(nil); err != nil || o.only != nil {
+		t.Errorf("no --only: %q, %v", o.only, err)
+	}
+	if _, err := parseFlags([]string{"extra"}); err == nil || !strings.Contains(err.Error(), "extra") {
+		t.Errorf("an extra argument: %v, want an error naming it", err)
 	}
 }
 
 func TestJobs(t *testing.T) {
-	o, err := parseFlags([]string{"-jobs", "3"}, io.Discard)
+	o, err := parseFlags([]string{"--jobs", "3"})
 	if err != nil || o.jobs != 3 {
 		t.Errorf("-jobs 3: %+v, %v", o, err)
 	}
 	t.Setenv(EnvJobs, "5")
-	if o, err := parseFlags(nil, io.Discard); err != nil || o.jobs != 5 {
+	if o, err := parseFlags(nil); err != nil || o.jobs != 5 {
 		t.Errorf("%s=5: %+v, %v", EnvJobs, o, err)
 	}
 	t.Setenv(EnvJobs, "two")
-	if _, err := parseFlags(nil, io.Discard); err == nil || !strings.Contains(err.Error(), EnvJobs+`="two"`) {
+	if _, err := parseFlags(nil); err == nil || !strings.Contains(err.Error(), EnvJobs+`="two"`) {
 		t.Errorf("%s=two: %v, want an error naming it", EnvJobs, err)
 	}
 	t.Setenv(EnvJobs, "")
-	if _, err := parseFlags([]string{"-jobs", "0"}, io.Discard); err == nil || !strings.Contains(err.Error(), "-jobs 0") {
-		t.Errorf("-jobs 0: %v, want an error naming it", err)
+	if _, err := parseFlags([]string{"--jobs", "0"}); err == nil || !strings.Contains(err.Error(), "--jobs 0") {
+		t.Errorf("--jobs 0: %v, want an error naming it", err)
 	}
 }
 
 func TestCopyFromIsSetOnlyWhenGiven(t *testing.T) {
-	if o, err := parseFlags(nil, io.Discard); err != nil || o.copyFromSet {
+	if o, err := parseFlags(nil); err != nil || o.copyFromSet {
 		t.Errorf("no flag, no %s: %+v, %v; want the default (copySource decides)", EnvCopyFrom, o, err)
 	}
-	if o, err := parseFlags([]string{"-copy-from", "unix:///var/run/docker.sock"}, io.Discard); err != nil || !o.copyFromSet || o.copyFrom != "unix:///var/run/docker.sock" {
+	if o, err := parseFlags([]string{"--copy-from", "unix:///var/run/docker.sock"}); err != nil || !o.copyFromSet || o.copyFrom != "unix:///var/run/docker.sock" {
 		t.Errorf("-copy-from: %+v, %v", o, err)
 	}
 	t.Setenv(EnvCopyFrom, "")
-	if o, err := parseFlags(nil, io.Discard); err != nil || !o.copyFromSet || o.copyFrom != "" {
+	if o, err := parseFlags(nil); err != nil || !o.copyFromSet || o.copyFrom != "" {
 		t.Errorf("%s=\"\": %+v, %v; want copying turned off", EnvCopyFrom, o, err)
 	}
 }
@@ -188,14 +195,14 @@ func TestNeededByFollowsDependencies(t *testing.T) {
 func TestSelectionFlags(t *testing.T) {
 	t.Setenv(EnvLabelFilter, "PR-Blocking")
 	t.Setenv(EnvSkip, "a  b")
-	o, err := parseFlags(nil, io.Discard)
+	o, err := parseFlags(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.labelFilter != "PR-Blocking" || !slices.Equal(o.skip, []string{"a", "b"}) || !o.filtered() || o.suiteSet {
 		t.Errorf("from the environment: %+v", o)
 	}
-	o, err = parseFlags([]string{"-label-filter=", "-skip=", "-suite="}, io.Discard)
+	o, err = parseFlags([]string{"--label-filter=", "--skip=", "--suite="})
 	if err != nil {
 		t.Fatal(err)
 	}

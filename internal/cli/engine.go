@@ -1,102 +1,96 @@
-// Command capd-e2e-engine reports on the container engine at DOCKER_HOST
-// through the harness's runtime, so that the scripts need no docker CLI
-// (which a Podman host may not have) and tell Docker from Podman by what
-// the engine says, not by its version number:
+// engine is `capd-e2e engine`: it reports on the container engine at
+// DOCKER_HOST through the harness's runtime, so that the scripts need no
+// docker CLI (which a Podman host may not have) and tell Docker from
+// Podman by what the engine says, not by its version number:
 //
-//	capd-e2e-engine version
+//	capd-e2e engine version
 //	    one line: "docker 29.1.3 unix:///var/run/docker.sock" or
 //	    "podman 4.3.1 unix:///run/podman/podman.sock"; exit 1, with why,
 //	    when no engine answers.
-//	capd-e2e-engine objects
+//	capd-e2e engine objects
 //	    every container, volume and network, one per line ("container
 //	    ID", "volume NAME", "network ID"), sorted: what a leak check
 //	    compares before and after.
-//	capd-e2e-engine dump [-since UNIX] DIR
+//	capd-e2e engine dump [--since UNIX] DIR
 //	    the engine's state for a job's artifacts: engine-info.txt,
 //	    engine-ps.txt (every container), engine-images.txt and
-//	    engine-events.log (the events since -since).
-package main
+//	    engine-events.log (the events since --since).
+
+package cli
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
-
-const usage = "usage: capd-e2e-engine version | objects | dump [-since UNIX] DIR"
-
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, "capd-e2e-engine:", usage)
-		return 2
+func newEngineCommand(streams streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "engine",
+		Short: "Report on the container engine at DOCKER_HOST through the harness's runtime",
 	}
-	// The command and its arguments first, so that a usage error needs
-	// no engine.
-	var do func(ctx context.Context, rt *moby.Runtime) error
-	switch args[0] {
-	case "version":
-		do = func(ctx context.Context, rt *moby.Runtime) error {
-			info, err := rt.Info(ctx)
-			if err == nil {
-				fmt.Fprintln(stdout, versionLine(info))
-			}
-			return err
+	withEngine := func(cmd *cobra.Command, do func(ctx context.Context, rt *moby.Runtime) error) error {
+		ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
+		defer cancel()
+		rt, err := moby.New(moby.Config{})
+		if err == nil {
+			defer rt.Close()
+			err = do(ctx, rt)
 		}
-	case "objects":
-		do = func(ctx context.Context, rt *moby.Runtime) error {
-			lines, err := objects(ctx, rt)
-			for _, l := range lines {
-				fmt.Fprintln(stdout, l)
-			}
-			return err
-		}
-	case "dump":
-		fs := flag.NewFlagSet("capd-e2e-engine dump", flag.ContinueOnError)
-		fs.SetOutput(stderr)
-		since := fs.Int64("since", 0, "events since this Unix time (default: none)")
-		if err := fs.Parse(args[1:]); err != nil {
-			return 2
-		}
-		if fs.NArg() != 1 {
-			fmt.Fprintln(stderr, "capd-e2e-engine:", usage)
-			return 2
-		}
-		do = func(ctx context.Context, rt *moby.Runtime) error { return dump(ctx, rt, fs.Arg(0), *since) }
-	default:
-		fmt.Fprintf(stderr, "capd-e2e-engine: unknown command %q; %s\n", args[0], usage)
-		return 2
+		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	rt, err := moby.New(moby.Config{})
-	if err == nil {
-		defer rt.Close()
-		err = do(ctx, rt)
+	cmd.AddCommand(&cobra.Command{
+		Use:   "version",
+		Short: `One line: "docker 29.1.3 unix:///var/run/docker.sock" or "podman 4.3.1 unix:///run/podman/podman.sock"`,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withEngine(cmd, func(ctx context.Context, rt *moby.Runtime) error {
+				info, err := rt.Info(ctx)
+				if err == nil {
+					fmt.Fprintln(streams.out, versionLine(info))
+				}
+				return err
+			})
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "objects",
+		Short: "Every container, volume and network, one per line, sorted: what a leak check compares",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withEngine(cmd, func(ctx context.Context, rt *moby.Runtime) error {
+				lines, err := objects(ctx, rt)
+				for _, l := range lines {
+					fmt.Fprintln(streams.out, l)
+				}
+				return err
+			})
+		},
+	})
+	var since int64
+	dumpCmd := &cobra.Command{
+		Use:   "dump DIR",
+		Short: "The engine's state for a job's artifacts: engine-info.txt, engine-ps.txt, engine-images.txt, engine-events.log",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withEngine(cmd, func(ctx context.Context, rt *moby.Runtime) error { return dump(ctx, rt, args[0], since) })
+		},
 	}
-	if err != nil {
-		fmt.Fprintln(stderr, "capd-e2e-engine:", err)
-		return 1
-	}
-	return 0
+	dumpCmd.Flags().Int64Var(&since, "since", 0, "the events since this Unix time (default: none)")
+	cmd.AddCommand(dumpCmd)
+	return cmd
 }
 
 func versionLine(info runtime.EngineInfo) string {

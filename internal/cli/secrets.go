@@ -1,11 +1,9 @@
-// Command capd-e2e-secrets finds and removes credentials in an artifacts
-// folder before it is published (see package framework/secrets for what it
-// detects).
+// secrets is `capd-e2e secrets`: it finds and removes credentials in an
+// artifacts folder before it is published (see package framework/secrets
+// for what it detects).
 //
-// Usage:
-//
-//	capd-e2e-secrets scan PATH...    report secrets; change nothing
-//	capd-e2e-secrets redact PATH...  replace secrets in place
+//	capd-e2e secrets scan PATH...    report secrets; change nothing
+//	capd-e2e secrets redact PATH...  replace secrets in place
 //
 // PATH is a folder, walked without following symbolic links, or a file.
 // scan prints one line per secret, "path:line: kind fingerprint" (never the
@@ -14,7 +12,8 @@
 // rewrote. Both print a summary on standard error and exit 2 when a file
 // could not be read or rewritten (the others are still done) or on a usage
 // error.
-package main
+
+package cli
 
 import (
 	"fmt"
@@ -22,18 +21,38 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/cobra"
+
 	"github.com/capd-e2e/capd-e2e/framework/secrets"
 )
 
-func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+func newSecretsCommand(streams streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "secrets",
+		Short: "Find (scan) or remove (redact) credentials in an artifacts folder",
+	}
+	for _, verb := range []string{"scan", "redact"} {
+		short := "Report secrets, one line each (never the secret); exit 1 when there is one"
+		if verb == "redact" {
+			short = "Replace secrets in place; print the files rewritten"
+		}
+		cmd.AddCommand(&cobra.Command{
+			Use:   verb + " PATH...",
+			Short: short,
+			Args:  cobra.MinimumNArgs(1),
+			RunE: func(_ *cobra.Command, args []string) error {
+				return exitCode(runSecrets(append([]string{verb}, args...), streams.out, streams.err))
+			},
+		})
+	}
+	return cmd
 }
 
-const usage = "usage: capd-e2e-secrets scan|redact PATH..."
+const secretsUsage = "usage: capd-e2e secrets scan|redact PATH..."
 
-func run(args []string, stdout, stderr io.Writer) int {
+func runSecrets(args []string, stdout, stderr io.Writer) int {
 	if len(args) < 2 || args[0] != "scan" && args[0] != "redact" {
-		fmt.Fprintln(stderr, usage)
+		fmt.Fprintln(stderr, secretsUsage)
 		return 2
 	}
 	verb, found, failed := args[0], false, false
@@ -48,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			failed = true
 			for _, e := range unjoin(err) {
-				fmt.Fprintln(stderr, "capd-e2e-secrets:", e)
+				fmt.Fprintln(stderr, "capd-e2e secrets:", e)
 			}
 		}
 		// Paths relative to a folder given as root are shown under it.

@@ -1,24 +1,23 @@
-// Command capd-e2e-images builds every image config/e2e.yaml names, from the
-// Go module proxy and Debian's archive only, into the local container
-// engine, and renders the Cluster API providers' components YAML and the
-// CNI manifest. It is what `make images` runs.
+// Package imagescmd is `capd-e2e images`: it builds every image
+// config/e2e.yaml names, from the Go module proxy and Debian's archive
+// only, into the local container engine, and renders the Cluster API
+// providers' components YAML and the CNI manifest. It is what `make
+// images` runs.
 //
-// Usage:
-//
-//	capd-e2e-images [-config config/e2e.yaml] [-only id,...] [-rebuild id,...] [-jobs N] [-copy-from ENDPOINT] [-list] [-render DIR]
+//	capd-e2e images [--config config/e2e.yaml] [--only id,...] [--rebuild id,...] [--jobs N] [--copy-from ENDPOINT] [--list] [--render DIR]
 //
 // The config may be a provider's, merged over the harness's (config.Load):
 // its build.goImages are built too. Images whose inputs-hash label matches
 // the plan are reused, so a second run with nothing changed only checks
 // labels; images may also be pulled (build.registry.policy, IMAGE_POLICY,
-// IMAGE_MIRROR) and published (IMAGE_PUBLISH). With -copy-from (or
+// IMAGE_MIRROR) and published (IMAGE_PUBLISH). With --copy-from (or
 // CAPD_E2E_IMAGES_FROM) another engine on the machine gives the images it
 // holds with current inputs (Docker's store, for a run on Podman's
 // service): streamed from its image save into this engine's image load.
 // Only the targets (node images, load balancer, controllers, -only's
 // steps) and what they need are provided: for the specs the suite selects
-// (-suite, -label-filter, -focus, -skip; see suite.go), or all of them.
-// Steps build -jobs at a time (CAPD_E2E_BUILD_JOBS, else twice the number
+// (--suite, --label-filter, --focus, --skip; see suite.go), or all of them.
+// Steps build --jobs at a time (CAPD_E2E_BUILD_JOBS, else twice the number
 // of CPUs) within a memory budget of three quarters of the memory
 // available at start; the longest chain of steps starts first. Only one go
 // command compiles at a time (gobuild.Slots), with GOGC=400 unless GOGC is
@@ -28,23 +27,23 @@
 // holds Go wrapper modules, build logs and compiled binaries; DOCKER_HOST
 // selects the engine as for the Docker CLI; CAPI_SOURCE_DIR builds Cluster
 // API from a working tree.
-package main
+package imagescmd
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	cmimage "github.com/capd-e2e/capd-e2e/factory/certmanagerimage"
 	"github.com/capd-e2e/capd-e2e/factory/debian"
@@ -64,13 +63,23 @@ import (
 	"github.com/capd-e2e/capd-e2e/internal/gomod"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "capd-e2e-images:", err)
-		os.Exit(1)
+// Command returns the `images` command, writing to stdout and stderr.
+func Command(stdout, stderr io.Writer) *cobra.Command {
+	var f flags
+	cmd := &cobra.Command{
+		Use:   "images",
+		Short: "Provide the images the selected specs need: built from the Go module proxy and Debian, or pulled (build.registry)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o, err := f.options(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			return run(cmd.Context(), o, stdout)
+		},
 	}
+	f.define(cmd.Flags())
+	return cmd
 }
 
 // options are the command-line flags.
@@ -108,53 +117,82 @@ const EnvJobs = "CAPD_E2E_BUILD_JOBS"
 // EnvCopyFrom sets the default of -copy-from.
 const EnvCopyFrom = "CAPD_E2E_IMAGES_FROM"
 
-func parseFlags(args []string, stderr io.Writer) (options, error) {
-	var o options
-	var only, rebuild string
-	fs := flag.NewFlagSet("capd-e2e-images", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// flags are the command-line flags as parsed, before options checks
+// them.
+type flags struct {
+	o             options
+	only, rebuild []string
+	skip          string
+	// envErr is a bad environment default, reported when the command runs
+	// (not when --help is asked for).
+	envErr error
+	// copyFromEnv and suiteEnv: the environment set the default of
+	// --copy-from and --suite (to empty, maybe).
+	copyFromEnv, suiteEnv bool
+}
+
+// define registers the flags on fs, their defaults from the environment.
+func (f *flags) define(fs *pflag.FlagSet) {
+	o := &f.o
 	fs.StringVar(&o.config, "config", "config/e2e.yaml", "the E2E config file")
-	fs.StringVar(&only, "only", "", "comma-separated step IDs to build, with their dependencies, whatever specs are selected (default: what the selected specs need)")
-	fs.StringVar(&rebuild, "rebuild", "", "comma-separated step IDs to build even when up to date")
+	fs.StringSliceVar(&f.only, "only", nil, "step IDs to build, with their dependencies, whatever specs are selected (default: what the selected specs need)")
+	fs.StringSliceVar(&f.rebuild, "rebuild", nil, "step IDs to build even when up to date")
 	fs.BoolVar(&o.list, "list", false, "print the plan and what would be built, build nothing")
 	fs.StringVar(&o.renderDir, "render", "", "also render the built-in providers' components and the CNI manifest into this directory")
-	fs.BoolVar(&o.verbose, "v", false, "also print the go command's output (it always goes to a log file)")
+	fs.BoolVarP(&o.verbose, "verbose", "v", false, "also print the go command's output (it always goes to a log file)")
 	copyFrom, copyFromSet := os.LookupEnv(EnvCopyFrom)
+	f.copyFromEnv = copyFromSet
 	fs.StringVar(&o.copyFrom, "copy-from", copyFrom, "another engine's endpoint: images it holds with current inputs are copied from it instead of built (default: "+EnvCopyFrom+"; unset, on Podman: a Docker engine at "+defaultDockerHost+" when one answers; empty: none)")
 	jobs := 2 * goruntime.NumCPU()
 	if v := os.Getenv(EnvJobs); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return o, fmt.Errorf("%s=%q: want a number of steps, 1 or more", EnvJobs, v)
+			f.envErr = fmt.Errorf("%s=%q: want a number of steps, 1 or more", EnvJobs, v)
+		} else {
+			jobs = n
 		}
-		jobs = n
 	}
 	fs.IntVar(&o.jobs, "jobs", jobs, "how many steps build at once, within the memory budget; one of them compiles Go at a time (default: "+EnvJobs+", else twice the number of CPUs)")
 	suiteDir, suiteSet := os.LookupEnv(EnvSuiteDir)
-	fs.StringVar(&o.suite, "suite", suiteDir, "the Ginkgo suite (a package directory) whose selected specs the images are for: compiled, and asked what the specs -label-filter, -focus and -skip select need (default: "+EnvSuiteDir+", else the harness's e2e/; empty: no suite)")
+	f.suiteEnv = suiteSet
+	fs.StringVar(&o.suite, "suite", suiteDir, "the Ginkgo suite (a package directory) whose selected specs the images are for: compiled, and asked what the specs --label-filter, --focus and --skip select need (default: "+EnvSuiteDir+", else the harness's e2e/; empty: no suite)")
 	fs.StringVar(&o.labelFilter, "label-filter", os.Getenv(EnvLabelFilter), "build only what the specs this Ginkgo label filter selects need (default: "+EnvLabelFilter+"); with no filter, focus or skip, every step is built")
-	fs.StringVar(&o.focus, "focus", os.Getenv(EnvFocus), "as -label-filter, with a Ginkgo focus (default: "+EnvFocus+")")
-	skip := fs.String("skip", os.Getenv(EnvSkip), "as -label-filter, with Ginkgo skips, space separated (default: "+EnvSkip+")")
+	fs.StringVar(&o.focus, "focus", os.Getenv(EnvFocus), "as --label-filter, with a Ginkgo focus (default: "+EnvFocus+")")
+	fs.StringVar(&f.skip, "skip", os.Getenv(EnvSkip), "as --label-filter, with Ginkgo skips, space separated (default: "+EnvSkip+")")
 	fs.BoolVar(&o.useExistingCluster, "use-existing-cluster", false, "the run uses an existing management cluster (-e2e.use-existing-cluster): its node image and controllers are not needed")
 	fs.StringVar(&o.selectionFile, "selection", "", "a selection the suite wrote with -e2e.selection, instead of compiling the suite")
 	fs.StringVar(&o.selectionOut, "selection-out", "", "also write the suite's selection (JSON) to this file")
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	o.skip = strings.Fields(*skip)
-	o.suiteSet = suiteSet
-	fs.Visit(func(f *flag.Flag) { o.suiteSet = o.suiteSet || f.Name == "suite" })
+}
 
+// options checks the parsed flags.
+func (f *flags) options(fs *pflag.FlagSet) (options, error) {
+	o := f.o
+	if f.envErr != nil && !fs.Changed("jobs") {
+		return o, f.envErr
+	}
 	if o.jobs < 1 {
-		return o, fmt.Errorf("-jobs %d: want 1 or more", o.jobs)
+		return o, fmt.Errorf("--jobs %d: want 1 or more", o.jobs)
+	}
+	o.skip = strings.Fields(f.skip)
+	o.suiteSet = f.suiteEnv || fs.Changed("suite")
+	o.copyFromSet = f.copyFromEnv || fs.Changed("copy-from")
+	o.only, o.rebuild = trimList(f.only), trimList(f.rebuild)
+	return o, nil
+}
+
+// parseFlags parses args as the command does.
+func parseFlags(args []string) (options, error) {
+	var f flags
+	fs := pflag.NewFlagSet("images", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f.define(fs)
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
 	}
 	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return options{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
-	o.copyFromSet = copyFromSet
-	fs.Visit(func(f *flag.Flag) { o.copyFromSet = o.copyFromSet || f.Name == "copy-from" })
-	o.only, o.rebuild = splitList(only), splitList(rebuild)
-	return o, nil
+	return f.options(fs)
 }
 
 // defaultDockerHost is where a Docker engine beside Podman answers.
@@ -171,11 +209,11 @@ func copySource(o options, rt *moby.Runtime) (*moby.Runtime, error) {
 			return nil, nil
 		}
 		if o.copyFrom == rt.Endpoint() {
-			return nil, fmt.Errorf("-copy-from %s: that is the engine the images are for (DOCKER_HOST); name the other one", o.copyFrom)
+			return nil, fmt.Errorf("--copy-from %s: that is the engine the images are for (DOCKER_HOST); name the other one", o.copyFrom)
 		}
 		src, err := moby.New(moby.Config{Host: o.copyFrom})
 		if err != nil {
-			return nil, fmt.Errorf("-copy-from: %w", err)
+			return nil, fmt.Errorf("--copy-from: %w", err)
 		}
 		return src, nil
 	}
@@ -193,9 +231,10 @@ func copySource(o options, rt *moby.Runtime) (*moby.Runtime, error) {
 	return src, nil
 }
 
-func splitList(s string) []string {
+// trimList drops the blanks of a comma-separated flag's values.
+func trimList(l []string) []string {
 	var out []string
-	for _, f := range strings.Split(s, ",") {
+	for _, f := range l {
 		if f = strings.TrimSpace(f); f != "" {
 			out = append(out, f)
 		}
@@ -220,12 +259,8 @@ func builderFiles() map[plan.Kind][]string {
 	return m
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, o options, stdout io.Writer) error {
 	start := time.Now()
-	o, err := parseFlags(args, stderr)
-	if err != nil {
-		return err
-	}
 	cfg, err := config.Load(o.config)
 	if err != nil {
 		return err
@@ -515,7 +550,7 @@ func subPlan(p *plan.Plan, ids []string, repoRoot string) (*plan.Plan, error) {
 		}
 		s, ok := p.Step(id)
 		if !ok {
-			return fmt.Errorf("-only %s: no such step (see -list)", id)
+			return fmt.Errorf("--only %s: no such step (see --list)", id)
 		}
 		want[id] = true
 		for _, d := range s.Deps {
