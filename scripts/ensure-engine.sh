@@ -26,9 +26,12 @@ privileged=false
 [[ "${1:-}" == "--privileged-nesting" ]] && privileged=true
 fix=false
 replace=false
+# Booleans as Go's strconv.ParseBool spells them, as everywhere.
 case "${CAPD_E2E_FIX_ENGINE:-}" in
-  1 | true | yes) fix=true ;;
+  "" | 0 | f | F | false | FALSE | False) ;;
+  1 | t | T | true | TRUE | True) fix=true ;;
   replace) fix=true replace=true ;;
+  *) echo "ensure-engine: CAPD_E2E_FIX_ENGINE=$CAPD_E2E_FIX_ENGINE: want true, false or replace" >&2; exit 2 ;;
 esac
 
 PIDFILE=/run/capd-e2e-dockerd.pid

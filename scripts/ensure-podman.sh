@@ -38,7 +38,11 @@ LOGFILE=/var/log/capd-e2e-podman.log
 REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 log() { printf 'ensure-podman: %s\n' "$*" >&2; }
 fix=false
-case "${CAPD_E2E_FIX_ENGINE:-}" in 1 | true | yes | replace) fix=true ;; esac
+case "${CAPD_E2E_FIX_ENGINE:-}" in
+  "" | 0 | f | F | false | FALSE | False) ;;
+  1 | t | T | true | TRUE | True | replace) fix=true ;;
+  *) log "CAPD_E2E_FIX_ENGINE=$CAPD_E2E_FIX_ENGINE: want true, false or replace"; exit 2 ;;
+esac
 
 want_conf() {
   local nofile; nofile=$(ulimit -Hn)

@@ -30,9 +30,10 @@ export ARTIFACTS=$DIR/artifacts
 export EXPLORE_FLAVOR=${FLAVOR-topology}
 [[ -n ${CONTROL_PLANE_MACHINE_COUNT:-} ]] && export EXPLORE_CONTROL_PLANE_MACHINE_COUNT=$CONTROL_PLANE_MACHINE_COUNT
 [[ -n ${WORKER_MACHINE_COUNT:-} ]] && export EXPLORE_WORKER_MACHINE_COUNT=$WORKER_MACHINE_COUNT
+# Booleans as Go's strconv.ParseBool spells them, as everywhere.
 case ${CCM:-true} in
-true | 1 | yes) ;;
-false | 0 | no) export DOCKER_CLOUD_PROVIDER= ;;
+1 | t | T | true | TRUE | True) ;;
+0 | f | F | false | FALSE | False) export DOCKER_CLOUD_PROVIDER= ;;
 *) echo "make up: CCM=$CCM: want true or false" >&2; exit 2 ;;
 esac
 rm -rf "$DIR"
