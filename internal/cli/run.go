@@ -192,12 +192,11 @@ type supervisor struct {
 	// of its output.
 	stage string
 	tail  *tailWriter
-	// signals counts SIGINT and SIGTERM; interrupt is closed at the first.
-	mu        sync.Mutex
-	signals   int
-	interrupt chan struct{}
-	suite     *exec.Cmd
-	watchdog  *time.Timer
+	// signals counts SIGINT and SIGTERM.
+	mu       sync.Mutex
+	signals  int
+	suite    *exec.Cmd
+	watchdog *time.Timer
 }
 
 func (r *supervisor) log(format string, args ...any) {
@@ -205,7 +204,7 @@ func (r *supervisor) log(format string, args ...any) {
 }
 
 func supervise(ctx context.Context, o runOptions, s streams) int {
-	r := &supervisor{o: o, s: s, start: time.Now(), tail: newTailWriter(5), interrupt: make(chan struct{})}
+	r := &supervisor{o: o, s: s, start: time.Now(), tail: newTailWriter(5)}
 	host := filepath.Join(o.artifacts, hostDir)
 	if err := os.MkdirAll(host, 0o755); err != nil {
 		fmt.Fprintln(s.err, "capd-e2e run:", err)
@@ -299,7 +298,6 @@ func (r *supervisor) onSignal(sig os.Signal, cancelStage context.CancelFunc) {
 	defer r.mu.Unlock()
 	r.signals++
 	if r.signals == 1 {
-		close(r.interrupt)
 		cancelStage() // the image build, if it is running
 	}
 	if r.suite == nil || r.suite.Process == nil {
@@ -403,11 +401,6 @@ func onTerminal(f *os.File) bool {
 
 func (r *supervisor) runSuite() int {
 	r.setStage(stageSuite)
-	select {
-	case <-r.interrupt:
-		return 1
-	default:
-	}
 	// capd-e2e images compiled the suite where `ginkgo build` would;
 	// without the image step, Ginkgo compiles it.
 	target := imagescmd.SuiteBinary(r.o.suite)
@@ -428,7 +421,14 @@ func (r *supervisor) runSuite() int {
 	// test started) must not hold the job after the suite is gone.
 	cmd.WaitDelay = 30 * time.Second
 	r.log("running the suite (label filter: %s)", r.o.labelFilter)
+	// Under the lock onSignal takes: a signal is either seen here, and
+	// the suite not started, or finds the suite to pass it on to.
 	r.mu.Lock()
+	if r.signals > 0 {
+		r.mu.Unlock()
+		fmt.Fprintln(out, "interrupted before the suite started")
+		return 1
+	}
 	err := cmd.Start()
 	if err == nil {
 		r.suite = cmd
