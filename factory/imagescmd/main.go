@@ -180,21 +180,6 @@ func (f *flags) options(fs *pflag.FlagSet) (options, error) {
 	return o, nil
 }
 
-// parseFlags parses args as the command does.
-func parseFlags(args []string) (options, error) {
-	var f flags
-	fs := pflag.NewFlagSet("images", pflag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	f.define(fs)
-	if err := fs.Parse(args); err != nil {
-		return options{}, err
-	}
-	if fs.NArg() > 0 {
-		return options{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
-	}
-	return f.options(fs)
-}
-
 // defaultDockerHost is where a Docker engine beside Podman answers.
 const defaultDockerHost = "unix:///var/run/docker.sock"
 

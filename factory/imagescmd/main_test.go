@@ -2,10 +2,13 @@ package imagescmd
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 
 	"github.com/capd-e2e/capd-e2e/factory/plan"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
@@ -209,4 +212,19 @@ func TestSelectionFlags(t *testing.T) {
 	if o.filtered() || !o.suiteSet || o.suite != "" {
 		t.Errorf("flags over the environment: %+v", o)
 	}
+}
+
+// parseFlags parses args as the command (Command) does.
+func parseFlags(args []string) (options, error) {
+	var f flags
+	fs := pflag.NewFlagSet("images", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f.define(fs)
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	return f.options(fs)
 }

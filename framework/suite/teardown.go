@@ -60,18 +60,28 @@ func (e *Environment) Teardown(ctx context.Context) error {
 // so that nothing outlives the run, and returned as the error that fails
 // the suite.
 func finishRun(ctx context.Context, rt leak.Engine, runID string) error {
-	rep, err := leak.CheckRun(ctx, rt, runID)
+	left, err := clearRun(ctx, rt, runID)
+	if left.Empty() {
+		return err
+	}
+	return errors.Join(fmt.Errorf("the run left objects behind (now removed): %w", left.Err()), err)
+}
+
+// clearRun removes what run runID left in the engine (its labelled
+// objects and the containers of every cluster it tracked), then the run's
+// markers, and returns what it left: teardown's end of a run, and the
+// watcher's end of a run whose suite died.
+func clearRun(ctx context.Context, rt leak.Engine, runID string) (leak.Report, error) {
+	left, err := leak.CheckRun(ctx, rt, runID)
 	if err != nil {
-		return fmt.Errorf("the leak check: %w", err)
+		return leak.Report{}, fmt.Errorf("the leak check: %w", err)
 	}
-	if rep.Empty() {
-		return leak.FinishRun(ctx, rt, runID)
+	if !left.Empty() {
+		if err := leak.Remove(ctx, rt, left); err != nil {
+			return left, fmt.Errorf("removing what the run left (`make clean-e2e` removes it later): %w", err)
+		}
 	}
-	left := fmt.Errorf("the run left objects behind (now removed): %w", rep.Err())
-	if err := leak.Remove(ctx, rt, rep); err != nil {
-		return errors.Join(left, fmt.Errorf("removing them (`make clean-e2e` removes them later): %w", err))
-	}
-	return errors.Join(left, leak.FinishRun(ctx, rt, runID))
+	return left, leak.FinishRun(ctx, rt, runID)
 }
 
 // redactArtifacts replaces every secret in the artifacts folder (bootstrap

@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/capd-e2e/capd-e2e/framework/leak"
 	"github.com/capd-e2e/capd-e2e/framework/report"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
 	"github.com/capd-e2e/capd-e2e/framework/secrets"
@@ -172,7 +171,7 @@ func afterDeath(ctx context.Context, task watchTask, logf func(string, ...any)) 
 	if !task.SkipCleanup {
 		r, err := removeRun(ctx, task.RunID)
 		if err != nil {
-			logf("removing what run %s left: %v", task.RunID, err)
+			logf("run %s: %v", task.RunID, err)
 			code = 1
 		}
 		removed = r
@@ -208,24 +207,20 @@ func afterDeath(ctx context.Context, task watchTask, logf func(string, ...any)) 
 	return code
 }
 
-// removeRun removes what run id left in the engine and its markers, and
-// says what that was.
+// removeRun removes what run id left in the engine and its markers
+// (clearRun), and says what that was.
 func removeRun(ctx context.Context, id string) (string, error) {
 	rt, err := moby.New(moby.Config{})
 	if err != nil {
 		return "unknown", err
 	}
 	defer rt.Close()
-	rep, err := leak.CheckRun(ctx, rt, id)
-	if err != nil {
+	left, err := clearRun(ctx, rt, id)
+	switch {
+	case !left.Empty():
+		return left.String(), err
+	case err != nil:
 		return "unknown", err
 	}
-	what := "nothing"
-	if !rep.Empty() {
-		what = rep.String()
-		if err := leak.Remove(ctx, rt, rep); err != nil {
-			return what, err
-		}
-	}
-	return what, leak.FinishRun(ctx, rt, id)
+	return "nothing", nil
 }

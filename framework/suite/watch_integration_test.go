@@ -41,6 +41,24 @@ func startTestWatcher(t *testing.T, skipCleanup bool) (*watcher, watchTask) {
 	return w, task
 }
 
+// watchPlanted starts a watcher (startTestWatcher) and a container
+// labelled with its run id, as the run's, and returns the container's
+// name.
+func watchPlanted(ctx context.Context, t *testing.T, rt runtime.Runtime) (*watcher, watchTask, string) {
+	t.Helper()
+	ref, err := runtimetest.EnsureImage(ctx, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, task := startTestWatcher(t, false)
+	runtimetest.RemoveRunOnCleanup(t, rt, task.RunID)
+	name := "capd-e2e-watch-test-" + task.RunID
+	if _, err := rt.RunContainer(ctx, runtime.ContainerSpec{Name: name, Image: ref, Labels: runtime.RunLabels(task.RunID, "watch-test", nil)}); err != nil {
+		t.Fatal(err)
+	}
+	return w, task, name
+}
+
 func waitExited(t *testing.T, w *watcher, task watchTask) string {
 	t.Helper()
 	select {
@@ -63,16 +81,7 @@ func TestIntegrationWatcherCleansUpAfterADeadSuite(t *testing.T) {
 	rt := runtimetest.Engine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	ref, err := runtimetest.EnsureImage(ctx, rt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, task := startTestWatcher(t, false)
-	runtimetest.RemoveRunOnCleanup(t, rt, task.RunID)
-	name := "capd-e2e-watch-test-" + task.RunID
-	if _, err := rt.RunContainer(ctx, runtime.ContainerSpec{Name: name, Image: ref, Labels: runtime.RunLabels(task.RunID, "watch-test", nil)}); err != nil {
-		t.Fatal(err)
-	}
+	w, task, name := watchPlanted(ctx, t, rt)
 	tok := fakeToken()
 	journal := filepath.Join(task.Artifacts, "journal.log")
 	if err := os.WriteFile(journal, []byte("kubeadm join 172.18.0.3:6443 --token "+tok+"\n"), 0o644); err != nil {
@@ -111,15 +120,7 @@ func TestIntegrationWatcherDoesNothingAfterDone(t *testing.T) {
 	rt := runtimetest.Engine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	ref, err := runtimetest.EnsureImage(ctx, rt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, task := startTestWatcher(t, false)
-	runtimetest.RemoveRunOnCleanup(t, rt, task.RunID)
-	if _, err := rt.RunContainer(ctx, runtime.ContainerSpec{Name: "capd-e2e-watch-test-" + task.RunID, Image: ref, Labels: runtime.RunLabels(task.RunID, "watch-test", nil)}); err != nil {
-		t.Fatal(err)
-	}
+	w, task, _ := watchPlanted(ctx, t, rt)
 	if err := w.done(); err != nil {
 		t.Fatal(err)
 	}

@@ -253,6 +253,23 @@ func (r *run) descendant(comm string) int {
 	return 0
 }
 
+// signalSuite waits until the run's log shows when, then sends sig to the
+// suite's test process (e2e.test) under the run, and returns when; zero
+// when the signal could not be sent where the scenario says (an error of
+// the scenario's), with the kill's own error.
+func (r *run) signalSuite(t *testing.T, when string, sig syscall.Signal) (time.Time, error) {
+	t.Helper()
+	if !r.waitLog(t, when, waitTimeout) {
+		return time.Time{}, nil
+	}
+	pid := r.descendant("e2e.test")
+	if pid == 0 {
+		t.Errorf("%s: no e2e.test process under the run", r.name)
+		return time.Time{}, nil
+	}
+	return time.Now(), syscall.Kill(pid, sig)
+}
+
 // signal sends sig to the run's process (capd-e2e run).
 func (r *run) signal(t *testing.T, sig syscall.Signal) {
 	t.Helper()
@@ -391,16 +408,9 @@ func TestFaults(t *testing.T) {
 		{"double-interrupt", interrupt(rt, "double-interrupt", cpWait, "spec: control-plane wait, twice", nil, syscall.SIGTERM, syscall.SIGTERM)},
 		{"sigint-suite", func(t *testing.T, before map[string]bool) {
 			r := start(t, "sigint-suite")
-			var at time.Time
-			if r.waitLog(t, cpWait, waitTimeout) {
-				if pid := r.descendant("e2e.test"); pid == 0 {
-					t.Error("sigint-suite: no e2e.test process under the run")
-				} else {
-					at = time.Now()
-					if err := syscall.Kill(pid, syscall.SIGINT); err != nil {
-						t.Error(err)
-					}
-				}
+			at, err := r.signalSuite(t, cpWait, syscall.SIGINT)
+			if err != nil {
+				t.Error(err)
 			}
 			code := r.wait(t, runTimeout)
 			check(t, rt, before, r, code, outcome{phase: "spec: control-plane wait (SIGINT to the test process)", fail: true, signalled: at,
@@ -438,15 +448,7 @@ func TestFaults(t *testing.T) {
 				"-e2e.config="+filepath.Join(root, "config", "e2e.yaml"), "-e2e.artifacts-folder="+filepath.Join(out, name, "artifacts"))
 			cmd.Dir = suiteDir
 			r := startCmd(t, name, cmd)
-			var at time.Time
-			if r.waitLog(t, cpWait, waitTimeout) {
-				if pid := r.descendant("e2e.test"); pid == 0 {
-					t.Error("no e2e.test process under ginkgo")
-				} else {
-					at = time.Now()
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-				}
-			}
+			at, _ := r.signalSuite(t, cpWait, syscall.SIGKILL) // a test process gone already is no failure
 			code := r.wait(t, 5*time.Minute)
 			// The watcher outlives the suite: wait for its last line.
 			watchLog := filepath.Join(r.artifacts(), suite.WatcherLog)
