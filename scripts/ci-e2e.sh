@@ -26,7 +26,7 @@ GOBIN=$REPO_ROOT/hack/tools/bin CGO_ENABLED=0 setsid go install github.com/onsi/
 tools=$!
 trap 'kill -- -"$tools" 2>/dev/null || true' EXIT
 scripts/install-deps.sh
-scripts/ensure-engine.sh --privileged-nesting
+scripts/capd-e2e.sh engine ensure --privileged-nesting
 if ! wait "$tools"; then
   echo "ci-e2e: compiling the tools failed (log: $TOOLS_LOG):" >&2
   tail -20 "$TOOLS_LOG" >&2

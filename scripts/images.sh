@@ -9,7 +9,7 @@ set -o errexit -o nounset -o pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
-scripts/ensure-engine.sh --privileged-nesting
+scripts/capd-e2e.sh engine ensure --privileged-nesting
 args=(--config "${E2E_CONFIG:-config/e2e.yaml}")
 [[ -n ${IMAGES_ONLY:-} ]] && args+=(--only "$IMAGES_ONLY")
 exec scripts/capd-e2e.sh images "${args[@]}" "$@"

@@ -3,7 +3,7 @@
 # PR-Blocking quick-start) on rootful Podman's Docker-API service: the
 # management cluster (kind's Podman provider), CAPD's machines and load
 # balancers, the cloud-controller-manager's load balancers, all in Podman.
-# scripts/ensure-podman.sh installs Podman, checks its host settings
+# capd-e2e engine podman installs Podman, checks its host settings
 # (applies them under CAPD_E2E_FIX_ENGINE; docs/podman.md) and starts the
 # service; it is stopped afterwards if this run started it. Images: those a
 # Docker engine on this machine holds with current inputs are copied from
@@ -18,8 +18,8 @@ log() { printf '[test-e2e-podman %s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 scripts/install-deps.sh
 started=false
 [[ -f /run/capd-e2e-podman.pid ]] && kill -0 "$(cat /run/capd-e2e-podman.pid)" 2>/dev/null || started=true
-host=$(scripts/ensure-podman.sh)
-$started && trap 'scripts/ensure-podman.sh --stop' EXIT
+host=$(scripts/capd-e2e.sh engine podman)
+$started && trap 'scripts/capd-e2e.sh engine podman --stop' EXIT
 export DOCKER_HOST=$host
 log "DOCKER_HOST=$DOCKER_HOST"
 rc=0

@@ -46,7 +46,7 @@ export FAULTS=${FAULTS:-bad-config setup-fail artifacts-full interrupt-kind inte
 unset SKIP_RESOURCE_CLEANUP CAPD_E2E_INJECT_FAULT GINKGO_FOCUS GINKGO_SKIP
 export GINKGO_LABEL_FILTER="PR-Blocking"
 
-scripts/ensure-engine.sh --privileged-nesting
+scripts/capd-e2e.sh engine ensure --privileged-nesting
 scripts/install-deps.sh
 # The images the quick-start needs, and the suite compiled (e2e/e2e.test).
 scripts/images.sh >"$FAULTS_OUT/images.log" 2>&1 || { tail -20 "$FAULTS_OUT/images.log" >&2; exit 1; }

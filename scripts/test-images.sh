@@ -13,7 +13,7 @@
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "$0")/.."
 
-scripts/ensure-engine.sh --privileged-nesting
+scripts/capd-e2e.sh engine ensure --privileged-nesting
 plan=$(scripts/capd-e2e.sh images --config "${E2E_CONFIG:-config/e2e.yaml}" --list)
 image_of() { awk -v id="$1" '$1 == id {print $3; exit}' <<<"$plan"; }
 apiserver=$(image_of "$(awk '$1 ~ /^kube-apiserver\// {print $1; exit}' <<<"$plan")")

@@ -4,7 +4,7 @@
 # instances and load balancers), against Podman's Docker-compatible
 # service, to keep "any Docker-API endpoint" true. These tests set every
 # container's ulimits themselves, so they need none of the host settings
-# of scripts/ensure-podman.sh (the E2E on Podman does: make test-e2e-podman). Installs Debian's podman if
+# of capd-e2e engine podman (the E2E on Podman does: make test-e2e-podman). Installs Debian's podman if
 # missing, serves it on a private socket for the duration of the run, and
 # stops it afterwards.
 set -o errexit -o nounset -o pipefail

@@ -5,7 +5,7 @@ set -o errexit -o nounset -o pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh --browser
-scripts/ensure-engine.sh
+scripts/capd-e2e.sh engine ensure
 start=$(date +%s)
 go test -count=1 -timeout 30m "$@" ./...
 echo "--- framework/runtime module (the container runtime)"

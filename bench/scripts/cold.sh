@@ -11,10 +11,10 @@
 #   - with every image of the plan removed from the engine (label
 #     e2e.capd.x-k8s.io/inputs-hash): the engine holds no image of ours.
 # The engine itself is not replaced: run once with CAPD_E2E_FIX_ENGINE=replace
-# on a machine that needs it (scripts/ensure-engine.sh) before, and add its
-# time by hand. The host settings ensure-engine.sh makes (transparent huge
+# on a machine that needs it (capd-e2e engine ensure) before, and add its
+# time by hand. The host settings capd-e2e engine ensure makes (transparent huge
 # pages among them) are put back as they were at the start before each side,
-# so that each side's own ensure-engine.sh does what it does on a fresh
+# so that each side's own capd-e2e engine ensure does what it does on a fresh
 # machine with the CAPD_E2E_FIX_ENGINE given; and at the end.
 #
 # GINKGO_LABEL_FILTER (default: make test-e2e's, PR-Blocking) selects the
@@ -137,7 +137,7 @@ side() {
   echo "|---|---|---|---|---|---|---|---|"
 } >"$OUT/results.md"
 scripts/install-deps.sh
-scripts/ensure-engine.sh --privileged-nesting
+scripts/capd-e2e.sh engine ensure --privileged-nesting
 rc=0
 sides=()
 [[ -n $BEFORE_REF ]] && { side before "$BEFORE_REF" || rc=1; sides+=(before); }

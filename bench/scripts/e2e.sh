@@ -36,7 +36,7 @@ out=${ARTIFACTS:-$PWD/_artifacts}/bench-e2e
 rm -rf "$out"
 mkdir -p "$out"
 scripts/install-deps.sh
-scripts/ensure-engine.sh --privileged-nesting
+scripts/capd-e2e.sh engine ensure --privileged-nesting
 GOBIN=$repo/hack/tools/bin go install github.com/onsi/ginkgo/v2/ginkgo
 ginkgo=$repo/hack/tools/bin/ginkgo
 go build -o hack/tools/bin/capd-e2e ./cmd/capd-e2e

@@ -18,7 +18,7 @@ out=${ARTIFACTS:-$PWD/_artifacts}/bench-images
 mkdir -p "$out"
 jobs=${JOBS:-$(nproc)}
 scripts/install-deps.sh
-scripts/ensure-engine.sh --privileged-nesting
+scripts/capd-e2e.sh engine ensure --privileged-nesting
 go build -o hack/tools/bin/capd-e2e ./cmd/capd-e2e
 bench_cache=${BENCH_CACHE:-/tmp/capd-e2e-bench-images}
 export GOMODCACHE=$bench_cache/gomod GOCACHE=$bench_cache/gobuild CAPD_E2E_CACHE=$bench_cache/capd-e2e

@@ -11,6 +11,8 @@
 //	    every container, volume and network, one per line ("container
 //	    ID", "volume NAME", "network ID"), sorted: what a leak check
 //	    compares before and after.
+//	capd-e2e engine ensure, capd-e2e engine podman
+//	    make the engine ready for the E2E (ensure.go)
 //	capd-e2e engine dump [--since UNIX] DIR
 //	    the engine's state for a job's artifacts: engine-info.txt,
 //	    engine-ps.txt (every container), engine-images.txt and
@@ -90,6 +92,7 @@ func newEngineCommand(streams streams) *cobra.Command {
 	}
 	dumpCmd.Flags().Int64Var(&since, "since", 0, "the events since this Unix time (default: none)")
 	cmd.AddCommand(dumpCmd)
+	cmd.AddCommand(engineSetupCommands(streams)...)
 	return cmd
 }
 

@@ -487,7 +487,7 @@ func (r *supervisor) leakCheck(ctx context.Context) int {
 
 // saveHostState writes the engine's state into localhost (no docker CLI:
 // a Podman host may have none), and the engine's log where
-// scripts/ensure-engine.sh started it.
+// capd-e2e engine ensure started it.
 func (r *supervisor) saveHostState(ctx context.Context, since time.Time) {
 	host := filepath.Join(r.o.artifacts, hostDir)
 	rt, err := moby.New(moby.Config{})
