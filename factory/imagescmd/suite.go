@@ -85,15 +85,7 @@ func suiteSelection(ctx context.Context, o options, dir, configPath string, out 
 	defer os.Remove(tmp.Name())
 	args := []string{"-e2e.config=" + configPath, "-e2e.selection=" + tmp.Name(),
 		fmt.Sprintf("-e2e.use-existing-cluster=%t", o.useExistingCluster)}
-	if o.labelFilter != "" {
-		args = append(args, "-ginkgo.label-filter="+o.labelFilter)
-	}
-	if o.focus != "" {
-		args = append(args, "-ginkgo.focus="+o.focus)
-	}
-	for _, s := range o.skip {
-		args = append(args, "-ginkgo.skip="+s)
-	}
+	args = append(args, selection.Filter{LabelFilter: o.labelFilter, Focus: o.focus, Skip: o.skip}.Args("-ginkgo.")...)
 	// A minute is plenty: the suite only walks its spec tree and reads
 	// the config.
 	rctx, cancel := context.WithTimeout(ctx, time.Minute)

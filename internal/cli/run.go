@@ -50,6 +50,7 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
 	"github.com/capd-e2e/capd-e2e/framework/secrets"
+	"github.com/capd-e2e/capd-e2e/framework/suite/selection"
 )
 
 // runOptions are capd-e2e run's flags.
@@ -372,15 +373,7 @@ func (r *supervisor) ginkgoArgs(target string, color bool) []string {
 	if !color {
 		args = append(args, "--no-color")
 	}
-	if o.labelFilter != "" {
-		args = append(args, "--label-filter="+o.labelFilter)
-	}
-	if o.focus != "" {
-		args = append(args, "--focus="+o.focus)
-	}
-	for _, s := range o.skip {
-		args = append(args, "--skip="+s)
-	}
+	args = append(args, selection.Filter{LabelFilter: o.labelFilter, Focus: o.focus, Skip: o.skip}.Args("--")...)
 	// The suite writes the JUnit report itself (framework/report), with
 	// each failure's phase, conditions and artifacts first.
 	return append(args, target, "--",

@@ -95,3 +95,29 @@ func Read(path string) (Selection, error) {
 	}
 	return s, nil
 }
+
+// Filter is Ginkgo's spec selection, as GINKGO_LABEL_FILTER, GINKGO_FOCUS
+// and GINKGO_SKIP give it: what `capd-e2e run` passes to Ginkgo's CLI and
+// `capd-e2e images` to the compiled suite it asks for its selection.
+type Filter struct {
+	LabelFilter string
+	Focus       string
+	Skip        []string
+}
+
+// Args returns Ginkgo's flags for f, each name after prefix: "--" for
+// Ginkgo's CLI (--label-filter=...), "-ginkgo." for a compiled suite
+// (-ginkgo.label-filter=...). Empty settings give no flag.
+func (f Filter) Args(prefix string) []string {
+	var args []string
+	if f.LabelFilter != "" {
+		args = append(args, prefix+"label-filter="+f.LabelFilter)
+	}
+	if f.Focus != "" {
+		args = append(args, prefix+"focus="+f.Focus)
+	}
+	for _, s := range f.Skip {
+		args = append(args, prefix+"skip="+s)
+	}
+	return args
+}

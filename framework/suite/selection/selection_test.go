@@ -59,3 +59,16 @@ func TestUnknownIsIncomplete(t *testing.T) {
 		t.Error("a selection with an unknown spec is complete")
 	}
 }
+
+func TestFilterArgs(t *testing.T) {
+	f := Filter{LabelFilter: "PR-Blocking && !slow", Focus: "quick", Skip: []string{"a b", "c"}}
+	if got, want := strings.Join(f.Args("--"), "|"), "--label-filter=PR-Blocking && !slow|--focus=quick|--skip=a b|--skip=c"; got != want {
+		t.Errorf("CLI flags %q, want %q", got, want)
+	}
+	if got, want := strings.Join(f.Args("-ginkgo."), "|"), "-ginkgo.label-filter=PR-Blocking && !slow|-ginkgo.focus=quick|-ginkgo.skip=a b|-ginkgo.skip=c"; got != want {
+		t.Errorf("suite flags %q, want %q", got, want)
+	}
+	if got := (Filter{}).Args("--"); len(got) != 0 {
+		t.Errorf("no selection: %q", got)
+	}
+}
