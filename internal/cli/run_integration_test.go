@@ -69,6 +69,15 @@ type supervised struct {
 // on the fake suite doing fake, with a run id of its own.
 func startRun(t *testing.T, fake string, env ...string) *supervised {
 	t.Helper()
+	s := newRun(t, fake, env...)
+	s.start(t)
+	return s
+}
+
+// newRun is startRun without the start: its run id is known, so that a
+// test can make objects of the run before it starts.
+func newRun(t *testing.T, fake string, env ...string) *supervised {
+	t.Helper()
 	dir := t.TempDir()
 	ginkgo := filepath.Join(dir, "ginkgo")
 	if err := os.WriteFile(ginkgo, []byte(fakeGinkgo), 0o755); err != nil {
@@ -87,6 +96,11 @@ func startRun(t *testing.T, fake string, env ...string) *supervised {
 		"--artifacts", s.artifacts, "--run-id", s.runID, "--grace-period", "2s", "--label-filter", "x")
 	s.cmd.Env = append(os.Environ(), append(env, envMain+"=1", "FAKE="+fake, "CI=true")...)
 	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
+	return s
+}
+
+func (s *supervised) start(t *testing.T) {
+	t.Helper()
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +110,6 @@ func startRun(t *testing.T, fake string, env ...string) *supervised {
 			_ = s.cmd.Wait()
 		}
 	})
-	return s
 }
 
 // wait waits for the run (at most 2 minutes) and returns its exit code.
@@ -182,12 +195,14 @@ func TestIntegrationRunFindsLeftoversAndSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok := token()
-	s := startRun(t, "leak-and-secret", "TOKEN="+tok)
+	s := newRun(t, "leak-and-secret", "TOKEN="+tok)
 	runtimetest.RemoveRunOnCleanup(t, rt, s.runID)
 	name := "capd-e2e-run-test-" + s.runID
+	// Planted before the run starts: its suite passes at once.
 	if _, err := rt.RunContainer(ctx, runtime.ContainerSpec{Name: name, Image: ref, Labels: runtime.RunLabels(s.runID, "run-test", nil)}); err != nil {
 		t.Fatal(err)
 	}
+	s.start(t)
 	if code := s.wait(t); code != 1 {
 		t.Fatalf("exit code %d, want 1:\n%s", code, s.out.String())
 	}
@@ -196,7 +211,7 @@ func TestIntegrationRunFindsLeftoversAndSecrets(t *testing.T) {
 	}
 	rep, err := leak.Check(ctx, rt, leak.Selector{RunID: s.runID})
 	if err != nil || !rep.Empty() {
-		t.Errorf("after the run: %s, %v; want the planted container removed", rep, err)
+		t.Errorf("after the run: %s, %v; want the planted container removed; the run said:\n%s", rep, err, s.out.String())
 	}
 	if journal := s.read(t, "clusters/c1/journal.log"); strings.Contains(journal, tok) || !strings.Contains(journal, "kubeadm join") {
 		t.Errorf("the token was not redacted:\n%s", journal)
