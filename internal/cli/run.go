@@ -219,7 +219,9 @@ func supervise(ctx context.Context, o runOptions, s streams) int {
 	// on one engine never see each other's objects.
 	// This process outlives the suite and does the suite watcher's job
 	// after it (framework/suite: EnvSupervised): no watcher.
-	for k, v := range map[string]string{"CAPD_E2E_RUN_ID": r.o.runID, envSupervised: "true"} {
+	// ARTIFACTS too, which the suite reads before -e2e.artifacts-folder
+	// (as upstream's): one folder, whatever the environment said.
+	for k, v := range map[string]string{"CAPD_E2E_RUN_ID": r.o.runID, envSupervised: "true", "ARTIFACTS": r.o.artifacts} {
 		if err := os.Setenv(k, v); err != nil {
 			fmt.Fprintln(s.err, "capd-e2e run:", err)
 			return 2

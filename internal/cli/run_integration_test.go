@@ -32,9 +32,11 @@ func TestMain(m *testing.M) {
 
 // fakeGinkgo stands in for Ginkgo's CLI and the suite: what it does is
 // FAKE's (its environment); it finds the artifacts folder in
-// --output-dir, as Ginkgo's reports do.
+// --output-dir, as Ginkgo's reports do, or in ARTIFACTS, as the suite
+// (framework/suite) does first.
 const fakeGinkgo = `#!/usr/bin/env bash
 for a in "$@"; do case $a in --output-dir=*) out=${a#--output-dir=} ;; esac; done
+out=${ARTIFACTS:-$out}
 echo "fake ginkgo in $PWD: $*"
 junit() { printf '<?xml version="1.0"?>\n<testsuites tests="1"><testsuite name="s" tests="1"><testcase name="t"></testcase></testsuite></testsuites>\n' >"$out/junit.e2e_suite.1.xml"; }
 case $FAKE in
@@ -195,7 +197,9 @@ func TestIntegrationRunFindsLeftoversAndSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	tok := token()
-	s := newRun(t, "leak-and-secret", "TOKEN="+tok)
+	// An ARTIFACTS of another folder in the environment: the run's
+	// --artifacts wins, for the suite too.
+	s := newRun(t, "leak-and-secret", "TOKEN="+tok, "ARTIFACTS="+t.TempDir())
 	runtimetest.RemoveRunOnCleanup(t, rt, s.runID)
 	name := "capd-e2e-run-test-" + s.runID
 	// Planted before the run starts: its suite passes at once.
