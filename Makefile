@@ -48,15 +48,16 @@ clean-e2e: ## Remove what killed E2E runs and tests left in the engine (never a 
 	scripts/capd-e2e.sh clean $(ARGS)
 
 up: ## A management and a workload cluster left running to explore (NAME, FLAVOR, CONTROL_PLANE_MACHINE_COUNT, WORKER_MACHINE_COUNT, CCM=false); see docs/explore.md.
-	scripts/up.sh
+	scripts/install-deps.sh --kubectl
+	scripts/ci-e2e.sh up
 
 down: ## Remove what `make up` kept (NAME, default explore).
-	scripts/down.sh
+	scripts/capd-e2e.sh down
 
 test-explore: ## make up, every step of docs/explore.md, make down (NAME, default guide).
 	scripts/test-explore.sh
 
 iterate: ## The inner loop: rebuild changed controllers from CAPI_SOURCE_DIR, load them into `make up`'s cluster, roll them out, run GINKGO_LABEL_FILTER against it.
-	scripts/iterate.sh
+	scripts/ci-e2e.sh iterate
 
 include bench/bench.mk

@@ -14,7 +14,7 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/suite"
 )
 
-// Explore mode (`make up`, scripts/up.sh): the quick-start's cluster, kept
+// Explore mode (`make up`, `capd-e2e up`): the quick-start's cluster, kept
 // running with the management cluster for a person to explore. The spec
 // exists only when CAPD_E2E_KEEP names the environment to keep, so that no
 // other selection of specs (an empty label filter included) leaves

@@ -2,7 +2,11 @@
 # Prow entry point, and what `make test-e2e` runs: the machine's packages
 # and engine, then the supervised run (`capd-e2e run`: the images the
 # selected specs need, the suite, and the leak check, reports and secrets
-# scan after it, whatever happened; see internal/cli/run.go).
+# scan after it, whatever happened; see internal/cli/run.go). `make up`
+# and `make iterate` run it with the subcommand `up` or `iterate`
+# (internal/cli/up.go, iterate.go), supervised runs too.
+#
+#   scripts/ci-e2e.sh [run|up|iterate] [FLAGS]
 #
 # Honours upstream's variables, which are capd-e2e run's defaults: ARTIFACTS
 # (default: _artifacts), GINKGO_FOCUS, GINKGO_SKIP (space separated),
@@ -35,4 +39,4 @@ fi
 trap - EXIT
 
 # exec: Prow's signals reach the supervisor, which passes them on.
-exec scripts/capd-e2e.sh run --ginkgo "$REPO_ROOT/hack/tools/bin/ginkgo"
+exec scripts/capd-e2e.sh "${1:-run}" --ginkgo "$REPO_ROOT/hack/tools/bin/ginkgo" "${@:2}"

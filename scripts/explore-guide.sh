@@ -9,7 +9,7 @@ REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO_ROOT"
 GUIDE=${GUIDE:-docs/explore.md}
 export NAME=${NAME:-explore}
-[[ -s _explore/$NAME/env.txt ]] || { echo "explore-guide: no environment \"$NAME\" is up (make up NAME=$NAME)" >&2; exit 1; }
+[[ -s _explore/$NAME/env.json ]] || { echo "explore-guide: no environment \"$NAME\" is up (make up NAME=$NAME)" >&2; exit 1; }
 
 script=$(mktemp)
 trap 'rm -f "$script"' EXIT

@@ -6,6 +6,7 @@
 set -o errexit -o nounset -o pipefail
 cd "$(dirname "$0")/.."
 export NAME=${NAME:-guide}
-trap 'scripts/down.sh' EXIT
-scripts/up.sh
+trap 'scripts/capd-e2e.sh down' EXIT
+scripts/install-deps.sh --kubectl
+scripts/ci-e2e.sh up
 scripts/explore-guide.sh

@@ -32,7 +32,7 @@ log() { printf '[bench-inner-loop %s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 edit() { printf '\n// bench-inner-loop edit %s\n' "$(date +%s%N)" >>"$tree/$CORE_MAIN"; }
 
 export GINKGO_LABEL_FILTER=${GINKGO_LABEL_FILTER:-md-rollout}
-trap 'scripts/down.sh >/dev/null 2>&1 || true; rm -rf "$(dirname "$tree")"' EXIT
+trap 'scripts/capd-e2e.sh down >/dev/null 2>&1 || true; rm -rf "$(dirname "$tree")"' EXIT
 declare -a full inner
 for i in $(seq "$ROUNDS"); do
   edit
@@ -43,7 +43,7 @@ for i in $(seq "$ROUNDS"); do
 done
 
 t=$(date +%s)
-scripts/up.sh >"$OUT/up.log" 2>&1
+scripts/ci-e2e.sh up >"$OUT/up.log" 2>&1
 up=$(($(date +%s) - t))
 log "make up: ${up}s (once)"
 
@@ -51,7 +51,7 @@ rows=()
 for i in $(seq "$ROUNDS"); do
   edit
   t=$(date +%s)
-  scripts/iterate.sh >"$OUT/inner-$i.log" 2>&1
+  scripts/ci-e2e.sh iterate >"$OUT/inner-$i.log" 2>&1
   inner[i]=$(($(date +%s) - t))
   pct=$((100 * inner[i] / full[i]))
   log "round $i: full ${full[i]}s, inner loop ${inner[i]}s (${pct}%)"

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
+
+	"github.com/capd-e2e/capd-e2e/framework/kept"
 )
 
 // Environment variables of a kept environment (make up, or a run with
@@ -25,7 +27,8 @@ const (
 	EnvKeep = "CAPD_E2E_KEEP"
 	// EnvEnvDir is where a kept environment's kubeconfigs are written:
 	// management.kubeconfig, <cluster>.kubeconfig per workload cluster
-	// (and workload.kubeconfig when there is one), and env.txt.
+	// (and workload.kubeconfig when there is one), and env.json
+	// (framework/kept).
 	EnvEnvDir = "CAPD_E2E_ENV_DIR"
 	// EnvWorkloadCluster names, as "namespace/name", a workload cluster
 	// of the management cluster that a spec able to work on an existing
@@ -57,7 +60,8 @@ func (e *Environment) keep(ctx context.Context) error {
 }
 
 // writeAccess writes the kubeconfigs of the management cluster and of
-// every workload cluster it manages, and env.txt, into dir.
+// every workload cluster it manages, and env.json (framework/kept), into
+// dir.
 func (e *Environment) writeAccess(ctx context.Context, name, dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -70,7 +74,7 @@ func (e *Environment) writeAccess(ctx context.Context, name, dir string) error {
 	write := func(file string, data []byte) {
 		errs = append(errs, os.WriteFile(filepath.Join(dir, file), data, 0o600))
 	}
-	write("management.kubeconfig", data)
+	write(kept.ManagementKubeconfig, data)
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	c := e.BootstrapClusterProxy.GetClient()
@@ -88,7 +92,7 @@ func (e *Environment) writeAccess(ctx context.Context, name, dir string) error {
 		write(cl.Name+".kubeconfig", secret.Data["value"])
 		names = append(names, cl.Namespace+"/"+cl.Name)
 		if len(clusters.Items) == 1 {
-			write("workload.kubeconfig", secret.Data["value"])
+			write(kept.WorkloadKubeconfig, secret.Data["value"])
 		}
 	}
 	source := ""
@@ -102,9 +106,16 @@ func (e *Environment) writeAccess(ctx context.Context, name, dir string) error {
 	if e.CloudControllerManager() != nil {
 		cloudProvider = "external"
 	}
-	// Shell assignments (make up and make iterate source it).
-	write("env.txt", []byte(fmt.Sprintf("name=%q\nrun_id=%q\nmanagement_cluster=%q\nclusterctl_config=%q\nartifacts=%q\nworkload_clusters=%q\ncapi_source=%q\ncloud_provider=%q\n",
-		name, e.RunID, e.ManagementClusterName, e.ClusterctlConfigPath, e.ArtifactFolder, strings.Join(names, " "), source, cloudProvider)))
+	errs = append(errs, kept.Write(dir, kept.Env{
+		Name:              name,
+		RunID:             e.RunID,
+		ManagementCluster: e.ManagementClusterName,
+		ClusterctlConfig:  e.ClusterctlConfigPath,
+		Artifacts:         e.ArtifactFolder,
+		WorkloadClusters:  names,
+		CAPISource:        source,
+		CloudProvider:     cloudProvider,
+	}))
 	return errors.Join(errs...)
 }
 

@@ -96,24 +96,11 @@ func runClean(ctx context.Context, o cleanOptions, stdout, stderr io.Writer) int
 			}
 		}
 	}
-	reaped, err := leak.Reap(ctx, rt, ids...)
-	if err != nil {
-		fmt.Fprintln(stderr, "capd-e2e clean:", err)
-		return 2
+	removed, code := reap(ctx, rt, streams{stdout, stderr}, ids...)
+	if code == 2 {
+		return code
 	}
-	removed := map[string]bool{}
-	for _, r := range reaped {
-		removed[r.Run.ID] = true
-	}
-	code := 0
-	for _, r := range reaped {
-		fmt.Fprintf(stdout, "run %s (owner %s, clusters %s): removed %s\n", r.Run.ID, r.Run.Owner, strings.Join(r.Run.Clusters, ", "), r.Report)
-		if r.Err != nil {
-			fmt.Fprintf(stderr, "capd-e2e clean: run %s: %v\n", r.Run.ID, r.Err)
-			code = 1
-		}
-	}
-	if len(reaped) == 0 {
+	if len(removed) == 0 {
 		fmt.Fprintln(stdout, "capd-e2e clean: no run to clean up")
 	}
 	for _, r := range runsBefore {
@@ -123,6 +110,29 @@ func runClean(ctx context.Context, o cleanOptions, stdout, stderr io.Writer) int
 		}
 	}
 	return code
+}
+
+// reap removes the runs whose process is gone, and the runs ids names
+// (run ids or names of kept runs) whatever their process, and says what it
+// removed. It returns the ids of the runs removed and an exit code: 1 if
+// one was not removed whole, 2 if the engine could not be read.
+func reap(ctx context.Context, rt runtime.Runtime, s streams, ids ...string) (map[string]bool, int) {
+	reaped, err := leak.Reap(ctx, rt, ids...)
+	if err != nil {
+		fmt.Fprintln(s.err, "capd-e2e:", err)
+		return nil, 2
+	}
+	removed := map[string]bool{}
+	code := 0
+	for _, r := range reaped {
+		removed[r.Run.ID] = true
+		fmt.Fprintf(s.out, "run %s (owner %s, clusters %s): removed %s\n", r.Run.ID, r.Run.Owner, strings.Join(r.Run.Clusters, ", "), r.Report)
+		if r.Err != nil {
+			fmt.Fprintf(s.err, "capd-e2e: run %s: %v\n", r.Run.ID, r.Err)
+			code = 1
+		}
+	}
+	return removed, code
 }
 
 func listRuns(ctx context.Context, rt runtime.Runtime, stdout, stderr io.Writer) int {

@@ -8,6 +8,9 @@
 //	capd-e2e engine    report on the engine: version, objects, dump
 //	capd-e2e secrets   scan or redact credentials in an artifacts folder
 //	capd-e2e load      load images into a kind cluster's nodes
+//	capd-e2e up        a management and a workload cluster kept to explore (make up)
+//	capd-e2e down      remove what up kept (make down)
+//	capd-e2e iterate   the inner loop on up's clusters (make iterate)
 //
 // Exit codes: 0 success; 1 the job failed (or, for clean --check and
 // secrets scan, found something); 2 a usage error or a check that could
@@ -79,6 +82,9 @@ func NewCommand(out, errOut io.Writer) *cobra.Command {
 		newEngineCommand(s),
 		newSecretsCommand(s),
 		newLoadCommand(s),
+		newUpCommand(s),
+		newDownCommand(s),
+		newIterateCommand(s),
 	)
 	for _, c := range root.Commands() {
 		markRuns(root, c)

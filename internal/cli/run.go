@@ -130,19 +130,13 @@ func newRunCommand(s streams) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.artifacts, "artifacts", env("ARTIFACTS", "_artifacts"), "the artifacts folder ($ARTIFACTS)")
-	f.StringVar(&o.config, "config", env("E2E_CONFIG", "config/e2e.yaml"), "the E2E config ($E2E_CONFIG)")
-	f.StringVar(&o.suite, "suite", env("E2E_SUITE_DIR", "e2e"), "the Ginkgo suite's package directory, capd-e2e's or a provider's ($E2E_SUITE_DIR)")
 	f.StringVar(&o.labelFilter, "label-filter", env("GINKGO_LABEL_FILTER", "PR-Blocking"), "Ginkgo's label filter ($GINKGO_LABEL_FILTER)")
 	f.StringVar(&o.focus, "focus", os.Getenv("GINKGO_FOCUS"), "Ginkgo's focus ($GINKGO_FOCUS)")
 	f.StringSliceVar(&o.skip, "skip", strings.Fields(os.Getenv("GINKGO_SKIP")), "Ginkgo's skips ($GINKGO_SKIP, space separated)")
+	suiteFlags(cmd, o)
 	f.IntVar(&o.nodes, "nodes", o.envInt("GINKGO_NODES", 1), "Ginkgo processes ($GINKGO_NODES)")
-	f.DurationVar(&o.timeout, "timeout", o.envDuration("GINKGO_TIMEOUT", "3h"), "Ginkgo's suite timeout ($GINKGO_TIMEOUT)")
-	f.DurationVar(&o.grace, "grace-period", o.envDuration("GRACE_PERIOD", "10m"), "how long the suite gets to clean up after SIGTERM/SIGINT before it is killed ($GRACE_PERIOD)")
 	f.BoolVar(&o.skipCleanup, "skip-resource-cleanup", o.envBool("SKIP_RESOURCE_CLEANUP"), "keep the clusters ($SKIP_RESOURCE_CLEANUP)")
 	f.BoolVar(&o.useExisting, "use-existing-cluster", o.envBool("USE_EXISTING_CLUSTER"), "use the current kubeconfig's cluster as the management cluster ($USE_EXISTING_CLUSTER)")
-	f.StringVar(&o.runID, "run-id", os.Getenv("CAPD_E2E_RUN_ID"), "the run id everything the run creates is labelled with ($CAPD_E2E_RUN_ID, else a new one)")
-	f.StringVar(&o.ginkgo, "ginkgo", env("GINKGO", "ginkgo"), "Ginkgo's CLI, at the version the suite's go.mod requires ($GINKGO)")
-	f.BoolVar(&o.images, "images", true, "provide the images the selected specs need first")
 	return cmd
 }
 

@@ -122,3 +122,16 @@ func TestOneCommandLine(t *testing.T) {
 		t.Errorf("commands %q; want %d", got, len(want))
 	}
 }
+
+// TestKeptDependsOnTheStandardLibraryAlone: the kept environment's
+// description is read by the command line and by a provider's tools, and
+// written by the suite; it must pull in nothing.
+func TestKeptDependsOnTheStandardLibraryAlone(t *testing.T) {
+	for pkg, ds := range deps(t, repoRoot(t), "", "./framework/kept") {
+		for _, d := range ds {
+			if strings.Contains(strings.SplitN(d, "/", 2)[0], ".") {
+				t.Errorf("%s imports %s: framework/kept is standard library only", pkg, d)
+			}
+		}
+	}
+}
