@@ -2,7 +2,9 @@ package repository
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -25,7 +27,8 @@ type CreateInput struct {
 	// CreateRepository copies into the repository. Required.
 	RenderDir string
 	// RepositoryDir is where the repository and its clusterctl config are
-	// written. Required.
+	// written. Required. A repository an earlier run wrote there is
+	// removed first; a folder holding anything else is an error.
 	RepositoryDir string
 }
 
@@ -39,6 +42,13 @@ type CreateInput struct {
 func Create(ctx context.Context, in CreateInput) (string, error) {
 	if in.Config == nil || in.E2EConfig == nil || in.RenderDir == "" || in.RepositoryDir == "" {
 		return "", fmt.Errorf("create the clusterctl repository: CreateInput.Config, E2EConfig, RenderDir and RepositoryDir are required")
+	}
+	// clusterctl init installs the latest version a repository holds: one
+	// an earlier run with another config left (a Cluster API tree's
+	// v1.14.99 beside the release's v1.14.2) would be installed, with
+	// images this run never loaded.
+	if err := clearPrevious(in.RepositoryDir); err != nil {
+		return "", err
 	}
 	cfg := in.Config
 	if _, err := Components(ctx, cfg, in.RenderDir); err != nil {
@@ -77,4 +87,25 @@ func Create(ctx context.Context, in CreateInput) (string, error) {
 		return "", err
 	}
 	return path, nil
+}
+
+// configFile is the clusterctl config CreateRepository writes into a
+// repository folder.
+const configFile = "clusterctl-config.yaml"
+
+// clearPrevious removes the repository an earlier run wrote into dir. A
+// missing or empty dir is fine; a dir with files but no configFile is not
+// a repository and is left, with an error naming it.
+func clearPrevious(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(entries) == 0) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, configFile)); err != nil {
+		return fmt.Errorf("the clusterctl repository folder %s holds files but no %s: not a repository an earlier run wrote; give the run an empty folder", dir, configFile)
+	}
+	return os.RemoveAll(dir)
 }
