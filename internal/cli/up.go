@@ -243,6 +243,11 @@ func up(ctx context.Context, o upOptions, s streams) int {
 		rm, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 		defer cancel()
 		_, _ = reap(rm, rt, s, o.name, o.run.runID) // it says what it could not remove
+		// The suite describes what it kept even when interrupted: the
+		// description of an environment now removed must go too.
+		if err := kept.Remove(o.dir); err != nil {
+			say("%v", err)
+		}
 		return rc
 	}
 	e, err := kept.Read(o.dir)
