@@ -222,6 +222,23 @@ func FinishRun(ctx context.Context, rt Engine, runID string) error {
 	return removeMarkers(ctx, rt, runID)
 }
 
+// ClearRun ends run runID in the engine: it removes what the run left
+// (its labelled objects and the containers of every cluster it tracked),
+// then the run's markers, and returns what it left. Teardown, the suite's
+// watcher and `capd-e2e run`'s leak check end a run with it.
+func ClearRun(ctx context.Context, rt Engine, runID string) (Report, error) {
+	left, err := CheckRun(ctx, rt, runID)
+	if err != nil {
+		return Report{}, fmt.Errorf("the leak check: %w", err)
+	}
+	if !left.Empty() {
+		if err := Remove(ctx, rt, left); err != nil {
+			return left, fmt.Errorf("removing what the run left (`make clean-e2e` removes it later): %w", err)
+		}
+	}
+	return left, FinishRun(ctx, rt, runID)
+}
+
 func removeMarkers(ctx context.Context, rt Engine, runID string) error {
 	vols, err := rt.ListVolumes(ctx, runtime.Filter{Labels: map[string]string{runtime.LabelCreatedBy: markerComponent, runtime.LabelRunID: runID}})
 	if err != nil {

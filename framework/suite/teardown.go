@@ -60,28 +60,11 @@ func (e *Environment) Teardown(ctx context.Context) error {
 // so that nothing outlives the run, and returned as the error that fails
 // the suite.
 func finishRun(ctx context.Context, rt leak.Engine, runID string) error {
-	left, err := clearRun(ctx, rt, runID)
+	left, err := leak.ClearRun(ctx, rt, runID)
 	if left.Empty() {
 		return err
 	}
 	return errors.Join(fmt.Errorf("the run left objects behind (now removed): %w", left.Err()), err)
-}
-
-// clearRun removes what run runID left in the engine (its labelled
-// objects and the containers of every cluster it tracked), then the run's
-// markers, and returns what it left: teardown's end of a run, and the
-// watcher's end of a run whose suite died.
-func clearRun(ctx context.Context, rt leak.Engine, runID string) (leak.Report, error) {
-	left, err := leak.CheckRun(ctx, rt, runID)
-	if err != nil {
-		return leak.Report{}, fmt.Errorf("the leak check: %w", err)
-	}
-	if !left.Empty() {
-		if err := leak.Remove(ctx, rt, left); err != nil {
-			return left, fmt.Errorf("removing what the run left (`make clean-e2e` removes it later): %w", err)
-		}
-	}
-	return left, leak.FinishRun(ctx, rt, runID)
 }
 
 // redactArtifacts replaces every secret in the artifacts folder (bootstrap

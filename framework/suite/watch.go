@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/capd-e2e/capd-e2e/framework/leak"
 	"github.com/capd-e2e/capd-e2e/framework/report"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
 	"github.com/capd-e2e/capd-e2e/framework/secrets"
@@ -208,14 +209,14 @@ func afterDeath(ctx context.Context, task watchTask, logf func(string, ...any)) 
 }
 
 // removeRun removes what run id left in the engine and its markers
-// (clearRun), and says what that was.
+// (leak.ClearRun), and says what that was.
 func removeRun(ctx context.Context, id string) (string, error) {
 	rt, err := moby.New(moby.Config{})
 	if err != nil {
 		return "unknown", err
 	}
 	defer rt.Close()
-	left, err := clearRun(ctx, rt, id)
+	left, err := leak.ClearRun(ctx, rt, id)
 	switch {
 	case !left.Empty():
 		return left.String(), err

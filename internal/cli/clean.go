@@ -162,25 +162,22 @@ func listRuns(ctx context.Context, rt runtime.Runtime, stdout, stderr io.Writer)
 	return 0
 }
 
-// checkRun is the supervisor's leak check (capd-e2e run): what the run left is reported, then
-// removed so that the next job starts clean, and the exit code says it.
+// checkRun is the supervisor's leak check (capd-e2e run): what the run
+// left is reported, then removed with the run's markers (leak.ClearRun),
+// so that the next job starts clean, and the exit code says it.
 func checkRun(ctx context.Context, rt runtime.Runtime, id string, stdout, stderr io.Writer) int {
-	rep, err := leak.CheckRun(ctx, rt, id)
-	if err != nil {
-		fmt.Fprintln(stderr, "capd-e2e clean:", err)
-		return 2
-	}
-	if rep.Empty() {
-		if err := leak.FinishRun(ctx, rt, id); err != nil {
+	left, err := leak.ClearRun(ctx, rt, id)
+	if left.Empty() {
+		if err != nil {
 			fmt.Fprintln(stderr, "capd-e2e clean:", err)
 			return 2
 		}
 		fmt.Fprintf(stdout, "run %s left nothing\n", id)
 		return 0
 	}
-	fmt.Fprintln(stdout, rep)
-	if _, err := leak.Reap(ctx, rt, id); err != nil {
-		fmt.Fprintln(stderr, "capd-e2e clean: removing them:", err)
+	fmt.Fprintln(stdout, left)
+	if err != nil {
+		fmt.Fprintln(stderr, "capd-e2e clean:", err)
 	}
 	return 1
 }
