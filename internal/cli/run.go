@@ -82,10 +82,13 @@ func env(name, def string) string {
 	return def
 }
 
-func (o *runOptions) envBool(name string) bool {
+// envBool reads the environment variable name as strconv.ParseBool
+// does, with def when unset or empty; a value that does not parse is
+// reported by check.
+func (o *runOptions) envBool(name string, def bool) bool {
 	v := os.Getenv(name)
 	if v == "" {
-		return false
+		return def
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
@@ -135,8 +138,8 @@ func newRunCommand(s streams) *cobra.Command {
 	f.StringSliceVar(&o.skip, "skip", strings.Fields(os.Getenv("GINKGO_SKIP")), "Ginkgo's skips ($GINKGO_SKIP, space separated)")
 	suiteFlags(cmd, o)
 	f.IntVar(&o.nodes, "nodes", o.envInt("GINKGO_NODES", 1), "Ginkgo processes ($GINKGO_NODES)")
-	f.BoolVar(&o.skipCleanup, "skip-resource-cleanup", o.envBool("SKIP_RESOURCE_CLEANUP"), "keep the clusters ($SKIP_RESOURCE_CLEANUP)")
-	f.BoolVar(&o.useExisting, "use-existing-cluster", o.envBool("USE_EXISTING_CLUSTER"), "use the current kubeconfig's cluster as the management cluster ($USE_EXISTING_CLUSTER)")
+	f.BoolVar(&o.skipCleanup, "skip-resource-cleanup", o.envBool("SKIP_RESOURCE_CLEANUP", false), "keep the clusters ($SKIP_RESOURCE_CLEANUP)")
+	f.BoolVar(&o.useExisting, "use-existing-cluster", o.envBool("USE_EXISTING_CLUSTER", false), "use the current kubeconfig's cluster as the management cluster ($USE_EXISTING_CLUSTER)")
 	return cmd
 }
 

@@ -112,12 +112,11 @@ func keptRun(ctx context.Context, rt runtime.Runtime, name string) (*leak.Run, [
 
 type upOptions struct {
 	envOptions
-	flavor   string
-	cpCount  int
-	wkCount  int
-	ccm      bool
-	run      runOptions
-	flagErrs []error
+	flavor  string
+	cpCount int
+	wkCount int
+	ccm     bool
+	run     runOptions
 }
 
 func newUpCommand(s streams) *cobra.Command {
@@ -127,7 +126,7 @@ func newUpCommand(s streams) *cobra.Command {
 		Short: "A management and a workload cluster, kept running to explore (make up)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.check(cmd); err != nil {
+			if err := o.check(); err != nil {
 				return usageError(err)
 			}
 			return exitCode(up(cmd.Context(), *o, s))
@@ -142,15 +141,7 @@ func newUpCommand(s streams) *cobra.Command {
 	f.StringVar(&o.flavor, "flavor", flavor, `the workload cluster's template: "topology" (ClusterClass quick-start, a MachineDeployment and a MachinePool) or "" (the classic template) ($FLAVOR)`)
 	f.IntVar(&o.cpCount, "control-plane-machine-count", o.run.envInt("CONTROL_PLANE_MACHINE_COUNT", 0), "control-plane machines (0: the spec's default, 1) ($CONTROL_PLANE_MACHINE_COUNT)")
 	f.IntVar(&o.wkCount, "worker-machine-count", o.run.envInt("WORKER_MACHINE_COUNT", 0), "worker machines (0: the spec's default, 1) ($WORKER_MACHINE_COUNT)")
-	ccm := true
-	if v, ok := os.LookupEnv("CCM"); ok && v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			o.flagErrs = append(o.flagErrs, fmt.Errorf("CCM=%q is not a boolean (strconv.ParseBool: 1, t, true, 0, f, false...)", v))
-		}
-		ccm = b
-	}
-	f.BoolVar(&o.ccm, "ccm", ccm, "run the docker cloud-controller-manager for the workload cluster ($CCM)")
+	f.BoolVar(&o.ccm, "ccm", o.run.envBool("CCM", true), "run the docker cloud-controller-manager for the workload cluster ($CCM)")
 	suiteFlags(cmd, &o.run)
 	return cmd
 }
@@ -168,8 +159,8 @@ func suiteFlags(cmd *cobra.Command, o *runOptions) {
 	o.nodes = 1
 }
 
-func (o *upOptions) check(cmd *cobra.Command) error {
-	errs := append(o.flagErrs, o.envOptions.check())
+func (o *upOptions) check() error {
+	errs := []error{o.envOptions.check()}
 	if o.cpCount < 0 || o.wkCount < 0 {
 		errs = append(errs, fmt.Errorf("--control-plane-machine-count %d, --worker-machine-count %d: want 0 (the default) or more", o.cpCount, o.wkCount))
 	}
