@@ -41,7 +41,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/capd-e2e/capd-e2e/factory/imagescmd"
 	"github.com/capd-e2e/capd-e2e/framework/bootstrap"
 	"github.com/capd-e2e/capd-e2e/framework/kept"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
@@ -254,21 +253,14 @@ func imageID(ctx context.Context, rt runtime.Runtime, ref string) string {
 }
 
 // rebuild runs capd-e2e images for the controllers' steps, its output
-// into logPath; the lines saying what it built or reused are printed.
+// into logPath.
 func rebuild(ctx context.Context, config, logPath string) error {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	cmd := imagescmd.Command(f, f)
-	cmd.SetArgs([]string{"--config", config, "--only", strings.Join(controllerSteps, ",")})
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	if err := cmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(f, "capd-e2e images:", err)
-		return err
-	}
-	return nil
+	return runImages(ctx, f, []string{"--config", config, "--only", strings.Join(controllerSteps, ",")})
 }
 
 // rollOut restarts the controllers that run a changed image, all at once,

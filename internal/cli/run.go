@@ -346,18 +346,27 @@ func (r *supervisor) provideImages(ctx context.Context) int {
 	r.log("building or reusing images")
 	out, done := r.stageLog("images.log")
 	defer done()
-	cmd := imagescmd.Command(out, out)
 	args := []string{"--config", r.o.config, "--suite", r.o.suite, "--label-filter", r.o.labelFilter, "--focus", r.o.focus,
 		"--skip", strings.Join(r.o.skip, " "), "--selection-out", filepath.Join(r.o.artifacts, hostDir, "selection.json"),
 		"--use-existing-cluster=" + strconv.FormatBool(r.o.useExisting)}
-	cmd.SetArgs(args)
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	if err := cmd.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(out, "capd-e2e images:", err)
+	if err := runImages(ctx, out, args); err != nil {
 		return 1
 	}
 	r.log("images ready after %ds", int(time.Since(r.start).Seconds()))
 	return 0
+}
+
+// runImages runs `capd-e2e images args` in this process, its output and
+// its error into out.
+func runImages(ctx context.Context, out io.Writer, args []string) error {
+	cmd := imagescmd.Command(out, out)
+	cmd.SetArgs(args)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err := cmd.ExecuteContext(ctx)
+	if err != nil {
+		fmt.Fprintln(out, "capd-e2e images:", err)
+	}
+	return err
 }
 
 // ginkgoArgs are the Ginkgo CLI's arguments for the suite at target (its
