@@ -18,6 +18,7 @@
 package enginesetup
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -288,8 +289,9 @@ func (h *Host) startDaemon(ctx context.Context, pidFile, logFile string, timeout
 }
 
 // stop sends SIGTERM to the process pidFile names, if it is alive and
-// called comm, and waits up to timeout for it to end; then removes
-// pidFile.
+// called comm, and waits up to timeout for that process to end (watched by
+// its pid: dockerd removes its own pid file before it is done); then
+// removes pidFile if it is still there.
 func (h *Host) stop(pidFile, comm string, timeout time.Duration) error {
 	pid, ok := h.process(pidFile, comm)
 	if !ok {
@@ -299,15 +301,31 @@ func (h *Host) stop(pidFile, comm string, timeout time.Duration) error {
 		return fmt.Errorf("stop %s (pid %d): %w", comm, pid, err)
 	}
 	deadline := time.Now().Add(timeout)
-	for {
-		if _, ok := h.process(pidFile, comm); !ok {
-			return os.Remove(h.path(pidFile))
-		}
+	for h.running(pid, comm) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s (pid %d) did not stop within %s", comm, pid, timeout)
 		}
 		time.Sleep(h.poll())
 	}
+	if err := os.Remove(h.path(pidFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// running reports whether process pid is called comm and has not ended
+// (a zombie has).
+func (h *Host) running(pid int, comm string) bool {
+	b, err := os.ReadFile(h.path(fmt.Sprintf("/proc/%d/stat", pid)))
+	if err != nil {
+		return false
+	}
+	// "<pid> (<comm>) <state> ...": comm may hold spaces and parentheses.
+	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open || len(b) < end+3 {
+		return false
+	}
+	return string(b[open+1:end]) == comm && b[end+2] != 'Z'
 }
 
 // tail is the last n lines of a file, for an error.

@@ -213,4 +213,23 @@ func TestDaemon(t *testing.T) {
 		t.Errorf("a daemon that never answers: %v", err)
 	}
 	_ = h.stop(pidFile, "sleep", 5*time.Second)
+
+	// One that removes its own pid file when it stops, before it is done,
+	// as dockerd does, is waited for by its pid and stopped without an
+	// error.
+	own := filepath.Join(dir, "own.pid")
+	script := "trap 'rm -f " + own + "; sleep 0.5; exit 0' TERM; echo trapped; while :; do sleep 0.1; done"
+	trapped := func() bool { b, _ := os.ReadFile(logFile); return strings.Contains(string(b), "trapped") }
+	if err := h.startDaemon(context.Background(), own, logFile, 5*time.Second, trapped, "sh", "-c", script); err != nil {
+		t.Fatal(err)
+	}
+	if pid, ok = h.process(own, "sh"); !ok {
+		t.Fatalf("the daemon (pid %d) is not found", pid)
+	}
+	if err := h.stop(own, "sh", 5*time.Second); err != nil {
+		t.Errorf("stop a daemon that removes its pid file: %v", err)
+	}
+	if h.running(pid, "sh") {
+		t.Errorf("stop returned while the daemon (pid %d) still ran", pid)
+	}
 }
