@@ -300,8 +300,8 @@ func (t Target) ldflags() string {
 const GCFlags = "all=-dwarf=false"
 
 // HarnessEnv and HarnessFlags are how the harness's own programs are
-// compiled: its tools (scripts/images.sh and scripts/ensure-engine.sh build
-// them so), the suite (capd-e2e-images compiles it) and the cert-manager
+// compiled: its command line (scripts/capd-e2e.sh builds cmd/capd-e2e so),
+// the suite (`capd-e2e images` compiles it) and the cert-manager
 // substitute's binary. Static, without the compiler's DWARF, and not
 // -trimpath (config.HarnessRoot finds the harness's files from its own
 // source path). One way for all of them, so that the go command compiles

@@ -20,9 +20,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/capd-e2e/capd-e2e/factory/buildspec"
 	"github.com/capd-e2e/capd-e2e/factory/oci"
 	"github.com/capd-e2e/capd-e2e/factory/plan"
-	"github.com/capd-e2e/capd-e2e/framework/config"
 	"github.com/capd-e2e/capd-e2e/internal/cputime"
 )
 
@@ -99,7 +99,7 @@ func (b *Builders) buildBusyBox(ctx context.Context, s plan.Step) error {
 		scratchEtc: true,
 		extra:      links,
 		config: oci.Config{Cmd: []string{"sh"}, Labels: map[string]string{
-			"org.opencontainers.image.version": s.Inputs[plan.InputTag], "org.opencontainers.image.title": config.TestImageBusyBox}},
+			"org.opencontainers.image.version": s.Inputs[plan.InputTag], "org.opencontainers.image.title": buildspec.TestImageBusyBox}},
 	})
 }
 

@@ -33,6 +33,7 @@ import (
 
 	"golang.org/x/mod/module"
 
+	"github.com/capd-e2e/capd-e2e/factory/buildspec"
 	"github.com/capd-e2e/capd-e2e/factory/gobuild"
 	"github.com/capd-e2e/capd-e2e/factory/oci"
 	"github.com/capd-e2e/capd-e2e/factory/plan"
@@ -98,7 +99,7 @@ func SharedBuild(s plan.Step) string {
 	case plan.KindTestImage:
 		// Only those compiled in the version's Kubernetes build.
 		switch s.Inputs[plan.InputName] {
-		case config.TestImageAgnhost, config.TestImageNonewprivs, config.TestImageSampleAPIServer, config.TestImageKitten, config.TestImageNautilus:
+		case buildspec.TestImageAgnhost, buildspec.TestImageNonewprivs, buildspec.TestImageSampleAPIServer, buildspec.TestImageKitten, buildspec.TestImageNautilus:
 		default:
 			return ""
 		}
@@ -106,7 +107,7 @@ func SharedBuild(s plan.Step) string {
 	case plan.KindKubeComponent, plan.KindNode, plan.KindConformance:
 		mod := s.Inputs[plan.InputModule]
 		if mod == "" {
-			mod = config.DefaultKubernetesModule
+			mod = buildspec.DefaultKubernetesModule
 		}
 		return mod + "@" + s.Inputs[plan.InputVersion]
 	case plan.KindClusterAPI:
@@ -126,7 +127,7 @@ func SharedBuild(s plan.Step) string {
 // images were built with, without compiling again.
 func (b *Builders) Kubernetes(ctx context.Context, modulePath, version, goarch string) (gobuild.Result, error) {
 	if modulePath == "" {
-		modulePath = config.DefaultKubernetesModule
+		modulePath = buildspec.DefaultKubernetesModule
 	}
 	m := module.Version{Path: modulePath, Version: version}
 	info, err := b.Go.Download(ctx, m)

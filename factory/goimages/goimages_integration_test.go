@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capd-e2e/capd-e2e/factory/buildspec"
 	"github.com/capd-e2e/capd-e2e/factory/gobuild"
 	"github.com/capd-e2e/capd-e2e/factory/goimages"
 	"github.com/capd-e2e/capd-e2e/factory/plan"
-	"github.com/capd-e2e/capd-e2e/framework/config"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/runtimetest"
@@ -166,13 +166,13 @@ func TestIntegrationBusyBox(t *testing.T) {
 	rt := newRuntime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cfg, err := config.Load(filepath.Join("..", "..", "config", "e2e.yaml"))
+	cfg, err := buildspec.LoadFile(filepath.Join("..", "..", "config", "e2e.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ref := buildStep(ctx, t, rt, plan.Step{ID: "busybox", Kind: plan.KindTestImage, Inputs: map[string]string{
-		plan.InputName: config.TestImageBusyBox, plan.InputTag: "1.37.0-2", plan.InputModule: "k8s.io/kubernetes", plan.InputVersion: "v1.37.2",
-		plan.InputSource: plan.BusyBoxRelease("1.37.0-2"), plan.InputMirror: cfg.Build.Debian.Mirror,
+		plan.InputName: buildspec.TestImageBusyBox, plan.InputTag: "1.37.0-2", plan.InputModule: "k8s.io/kubernetes", plan.InputVersion: "v1.37.2",
+		plan.InputSource: plan.BusyBoxRelease("1.37.0-2"), plan.InputMirror: cfg.Debian.Mirror,
 	}})
 	out, code, _ := runOnce(t, rt, ref, []string{"/bin/env", "data-1=value-1", "sh", "-c", "env; wget --help 2>&1 | head -n 1; nslookup 2>&1 | head -n 1"})
 	if code != 0 || !strings.Contains("\n"+out, "\ndata-1=value-1\n") || !strings.Contains(out, "BusyBox v1.37.0") {
@@ -185,13 +185,13 @@ func TestIntegrationBusyBox(t *testing.T) {
 // version. Images not built yet are skipped, naming the step.
 func TestIntegrationBuiltImages(t *testing.T) {
 	rt := newRuntime(t)
-	cfg, err := config.Load(filepath.Join("..", "..", "config", "e2e.yaml"))
+	cfg, err := buildspec.LoadFile(filepath.Join("..", "..", "config", "e2e.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The config builds the cloud-controller-manager from this repository
 	// (a local directory): the plan needs its sources hashed, as
-	// capd-e2e-images does.
+	// `capd-e2e images` does.
 	cacheDir, err := gomod.CacheDir()
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +230,7 @@ func TestIntegrationBuiltImages(t *testing.T) {
 			// kitten and nautilus: Alpine, agnhost and their files (the
 			// ImageVolume test reads os-release and data.json).
 			name := s.Inputs[plan.InputName]
-			if name != config.TestImageKitten && name != config.TestImageNautilus {
+			if name != buildspec.TestImageKitten && name != buildspec.TestImageNautilus {
 				continue
 			}
 			entrypoint = []string{"/bin/sh", "-c"}
@@ -241,7 +241,7 @@ func TestIntegrationBuiltImages(t *testing.T) {
 		}
 		t.Run(s.ID, func(t *testing.T) {
 			if _, err := rt.InspectImage(context.Background(), s.Image); errors.Is(err, runtime.ErrNotFound) {
-				t.Fatalf("%s is not built: run `capd-e2e-images -only %s`", s.Image, s.ID)
+				t.Fatalf("%s is not built: run `capd-e2e images -only %s`", s.Image, s.ID)
 			}
 			out, code, id := runOnce(t, rt, s.Image, entrypoint, args...)
 			if (code != 0 && !anyExit) || !strings.Contains(out, want) {

@@ -12,10 +12,10 @@ import (
 
 	"golang.org/x/mod/module"
 
+	"github.com/capd-e2e/capd-e2e/factory/buildspec"
 	"github.com/capd-e2e/capd-e2e/factory/gobuild"
 	"github.com/capd-e2e/capd-e2e/factory/oci"
 	"github.com/capd-e2e/capd-e2e/factory/plan"
-	"github.com/capd-e2e/capd-e2e/framework/config"
 )
 
 // Kubernetes' conformance suite and the e2e test images its tests run
@@ -132,7 +132,7 @@ func (b *Builders) buildTestImage(ctx context.Context, s plan.Step) error {
 	from := s.Inputs[plan.InputFrom]
 	var c imageContent
 	switch name {
-	case config.TestImageAgnhost:
+	case buildspec.TestImageAgnhost:
 		bin, err := compiled("agnhost")
 		if err != nil {
 			return err
@@ -145,7 +145,7 @@ func (b *Builders) buildTestImage(ctx context.Context, s plan.Step) error {
 			return err
 		}
 		c.base = from
-	case config.TestImageKitten, config.TestImageNautilus:
+	case buildspec.TestImageKitten, buildspec.TestImageNautilus:
 		bin, err := compiled("agnhost")
 		if err != nil {
 			return err
@@ -168,7 +168,7 @@ func (b *Builders) buildTestImage(ctx context.Context, s plan.Step) error {
 		c.under = []oci.Layer{oci.LayerFromTarGz(rootfs)}
 		c.extra = append(c.extra, html...)
 		c.config.Cmd = []string{"test-webserver"}
-	case config.TestImageNonewprivs:
+	case buildspec.TestImageNonewprivs:
 		bin, err := compiled("nonewprivs")
 		if err != nil {
 			return err
@@ -184,22 +184,22 @@ func (b *Builders) buildTestImage(ctx context.Context, s plan.Step) error {
 			extra:  []oci.File{{Path: "usr/local/bin/nnp", Mode: 0o4755, Data: data}},
 			config: oci.Config{Cmd: []string{"nnp"}},
 		}
-	case config.TestImageSampleAPIServer:
+	case buildspec.TestImageSampleAPIServer:
 		bin, err := compiled("sample-apiserver")
 		if err != nil {
 			return err
 		}
 		c = imageContent{base: from, files: map[string]string{"/sample-apiserver": bin}, config: oci.Config{Entrypoint: []string{"/sample-apiserver"}}}
-	case config.TestImageNonRoot:
+	case buildspec.TestImageNonRoot:
 		c = imageContent{base: from, config: oci.Config{User: "1234"}}
-	case config.TestImageGlibcDNSTesting:
+	case buildspec.TestImageGlibcDNSTesting:
 		c = imageContent{base: from, config: oci.Config{Cmd: []string{"bash"}}}
-	case config.TestImageNginx:
+	case buildspec.TestImageNginx:
 		c = imageContent{base: from, config: oci.Config{Cmd: []string{"nginx", "-g", "daemon off;"}, StopSignal: "SIGQUIT"}}
-	case config.TestImageBusyBox:
+	case buildspec.TestImageBusyBox:
 		return b.buildBusyBox(ctx, s)
 	default:
-		return fmt.Errorf("e2e test image %q: not one the factory builds (%s)", name, strings.Join(config.TestImageNames, ", "))
+		return fmt.Errorf("e2e test image %q: not one the factory builds (%s)", name, strings.Join(buildspec.TestImageNames, ", "))
 	}
 	c.config.Labels = map[string]string{"org.opencontainers.image.version": tag, "org.opencontainers.image.title": name}
 	return b.image(ctx, s, c)

@@ -45,6 +45,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/capd-e2e/capd-e2e/factory/buildspec"
 	cmimage "github.com/capd-e2e/capd-e2e/factory/certmanagerimage"
 	"github.com/capd-e2e/capd-e2e/factory/debian"
 	"github.com/capd-e2e/capd-e2e/factory/gobuild"
@@ -250,6 +251,10 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	build, err := buildspec.Load(cfg)
+	if err != nil {
+		return err
+	}
 	// The go commands this process runs (the suite's compile, the
 	// builders') inherit its environment.
 	if _, set := os.LookupEnv("GOGC"); !set {
@@ -268,11 +273,11 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 	slots := gobuild.NewSlots(1)
 	gob := &gobuild.Builder{CacheDir: cacheDir, Slots: slots}
 	t0 := time.Now()
-	full, err := plan.New(cfg, plan.Options{RepoRoot: repoRoot, Files: builderFiles(), SourceHashes: sourceHashes(ctx, gob)})
+	full, err := plan.New(build, plan.Options{RepoRoot: repoRoot, Files: builderFiles(), SourceHashes: sourceHashes(ctx, gob)})
 	if err != nil {
 		return err
 	}
-	if cfg.Build.ClusterAPI.Source != "" || len(cfg.Build.GoImages) > 0 {
+	if cfg.Build.ClusterAPI.Source != "" || len(build.GoImages) > 0 {
 		fmt.Fprintf(stdout, "plan: local sources hashed in %s\n", time.Since(t0).Round(100*time.Millisecond))
 	}
 	p, targets := full, o.only

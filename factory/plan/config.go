@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/mod/semver"
 
+	"github.com/capd-e2e/capd-e2e/factory/buildspec"
 	"github.com/capd-e2e/capd-e2e/framework/config"
 )
 
@@ -59,9 +60,9 @@ func ConformanceID(kubernetesVersion string) string { return "conformance/" + ku
 // "e2e-test-image/agnhost:2.66.1".
 func TestImageID(nameTag string) string { return "e2e-test-image/" + nameTag }
 
-// New makes the plan for every image cfg's build section describes. cfg
-// must be valid (config.Load validates).
-func New(cfg *config.Config, opts Options) (*Plan, error) {
+// New makes the plan for every image the build section b describes. b
+// must be valid (buildspec.Load validates).
+func New(b *buildspec.Build, opts Options) (*Plan, error) {
 	if opts.GoVersion == "" {
 		opts.GoVersion = runtime.Version()
 	}
@@ -69,7 +70,7 @@ func New(cfg *config.Config, opts Options) (*Plan, error) {
 		opts.Arch = runtime.GOARCH
 	}
 	g := &graph{steps: map[string]Step{}, opts: opts}
-	b := &cfg.Build
+	cfg := b.Config
 
 	rootfsImage := map[string]string{}
 	for _, r := range b.Debian.Rootfs {
@@ -93,7 +94,7 @@ func New(cfg *config.Config, opts Options) (*Plan, error) {
 		InputRuntime: b.ContainerRuntime.Source,
 		InputCrictl:  b.Crictl.String(),
 	}
-	if b.ContainerRuntime.Source == config.RuntimeFromModules {
+	if b.ContainerRuntime.Source == buildspec.RuntimeFromModules {
 		// Only then do these versions matter: with "debian" they are unused
 		// and bumping them must not rebuild anything.
 		baseInputs[InputContainerd] = b.ContainerRuntime.Containerd.String()
@@ -121,9 +122,9 @@ func New(cfg *config.Config, opts Options) (*Plan, error) {
 		for _, comp := range config.KubeComponents {
 			s := Step{ID: KubeComponentID(comp, k.Version), Kind: KindKubeComponent, Image: k.ComponentImage(comp), Published: true, Inputs: map[string]string{
 				InputComponent: comp,
-				InputModule:    config.DefaultKubernetesModule,
+				InputModule:    buildspec.DefaultKubernetesModule,
 				InputVersion:   k.Version,
-				InputPackage:   config.DefaultKubernetesModule + "/cmd/" + comp,
+				InputPackage:   buildspec.DefaultKubernetesModule + "/cmd/" + comp,
 			}}
 			if comp == config.KubeProxy {
 				s.Inputs[InputFrom], s.Deps = onRootfs(b.KubeProxyRootfs)
@@ -137,7 +138,7 @@ func New(cfg *config.Config, opts Options) (*Plan, error) {
 			InputModule: k.CoreDNS.Path, InputVersion: k.CoreDNS.Version,
 		}}, true)
 		g.add(Step{ID: PauseID(k.Pause.Version), Kind: KindPause, Image: k.Pause.Image, Published: true, Inputs: map[string]string{
-			InputVersion: k.Pause.Version, InputModule: config.DefaultKubernetesModule, InputSource: k.Pause.Source,
+			InputVersion: k.Pause.Version, InputModule: buildspec.DefaultKubernetesModule, InputSource: k.Pause.Source,
 		}}, false)
 	}
 	for _, k := range b.Kubernetes {
@@ -152,13 +153,13 @@ func New(cfg *config.Config, opts Options) (*Plan, error) {
 			}
 			for _, comp := range pre.Components {
 				switch comp {
-				case config.ComponentEtcd:
+				case buildspec.ComponentEtcd:
 					deps = append(deps, EtcdID(other.Etcd.Version))
-				case config.ComponentCoreDNS:
+				case buildspec.ComponentCoreDNS:
 					deps = append(deps, CoreDNSID(other.CoreDNS.Version))
-				case config.ComponentPause:
+				case buildspec.ComponentPause:
 					deps = append(deps, PauseID(other.Pause.Version))
-				case config.ComponentKubeProxy:
+				case buildspec.ComponentKubeProxy:
 					deps = append(deps, KubeComponentID("kube-proxy", other.Version))
 				default:
 					return nil, fmt.Errorf("plan node image %s: preload: unknown component %q", k.Version, comp)
@@ -176,7 +177,7 @@ func New(cfg *config.Config, opts Options) (*Plan, error) {
 		slices.Sort(preload)
 		g.add(Step{ID: NodeID(k.Version), Kind: KindNode, Image: k.NodeImage, Deps: deps, Target: true, Published: true, Inputs: map[string]string{
 			InputFrom:    b.Kind.BaseImage,
-			InputModule:  config.DefaultKubernetesModule,
+			InputModule:  buildspec.DefaultKubernetesModule,
 			InputVersion: k.Version,
 			InputPreload: strings.Join(preload, " "),
 		}}, true)
@@ -202,7 +203,7 @@ func New(cfg *config.Config, opts Options) (*Plan, error) {
 	if img := b.CloudControllerManager.Image; img != "" {
 		// Built from the harness's own cloudprovider module, like a
 		// provider's image from its directory.
-		gi := config.GoImage{Image: img, Dir: cfg.CloudControllerManagerDir(), Package: config.CloudControllerManagerPackage,
+		gi := buildspec.GoImage{Image: img, Dir: cfg.CloudControllerManagerDir(), Package: config.CloudControllerManagerPackage,
 			Binary: "/usr/local/bin/capd-cloud-controller-manager"}
 		// Its module requires what the suite's does, at the same
 		// versions: compiled as the suite is, it shares its packages.
@@ -221,23 +222,23 @@ func New(cfg *config.Config, opts Options) (*Plan, error) {
 // conformance section. The conformance image is compiled in k's
 // Kubernetes build (its wrapper module, and kubectl from it); the test
 // images from k's sources too.
-func (g *graph) conformance(k config.Kubernetes, mirror string, onRootfs func(string) (string, []string)) {
+func (g *graph) conformance(k buildspec.Kubernetes, mirror string, onRootfs func(string) (string, []string)) {
 	c := k.Conformance
 	if c == nil {
 		return
 	}
 	from, deps := onRootfs(c.Rootfs)
 	g.add(Step{ID: ConformanceID(k.Version), Kind: KindConformance, Image: c.Image, Deps: deps, Target: true, Published: true, Inputs: map[string]string{
-		InputFrom: from, InputModule: config.DefaultKubernetesModule, InputVersion: k.Version,
+		InputFrom: from, InputModule: buildspec.DefaultKubernetesModule, InputVersion: k.Version,
 	}}, true)
 	refs := k.TestImageRefs()
 	for i, img := range c.TestImages {
 		name, tag, _ := strings.Cut(img, ":")
 		s := Step{ID: TestImageID(img), Kind: KindTestImage, Image: refs[i], Target: true, Published: true, Inputs: map[string]string{
-			InputName: name, InputTag: tag, InputModule: config.DefaultKubernetesModule, InputVersion: k.Version,
+			InputName: name, InputTag: tag, InputModule: buildspec.DefaultKubernetesModule, InputVersion: k.Version,
 		}}
 		switch name {
-		case config.TestImageKitten, config.TestImageNautilus:
+		case buildspec.TestImageKitten, buildspec.TestImageNautilus:
 			// agnhost and their files on Alpine's minirootfs, as
 			// upstream's are on its agnhost (an Alpine image); on no
 			// Debian rootfs.
@@ -246,7 +247,7 @@ func (g *graph) conformance(k config.Kubernetes, mirror string, onRootfs func(st
 				continue
 			}
 			s.Inputs[InputAlpine] = c.Alpine.String()
-		case config.TestImageBusyBox:
+		case buildspec.TestImageBusyBox:
 			// Compiled from BusyBox's release, which Debian's archive
 			// serves; on no rootfs.
 			s.Inputs[InputSource], s.Inputs[InputMirror] = BusyBoxRelease(tag), mirror
@@ -327,7 +328,7 @@ func ClusterAPITags(pkg, version string) []string { return clusterAPITags(pkg, v
 
 // goImage adds a build.goImages entry; harness compiles it as the suite
 // is (InputHarness).
-func (g *graph) goImage(gi config.GoImage, rootfsImage map[string]string, harness bool) error {
+func (g *graph) goImage(gi buildspec.GoImage, rootfsImage map[string]string, harness bool) error {
 	s := Step{ID: GoImageID(gi.Image), Kind: KindGoImage, Image: gi.Image, Target: true, Inputs: map[string]string{
 		InputPackage: gi.Package,
 		InputBinary:  gi.Binary,

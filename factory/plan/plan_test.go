@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capd-e2e/capd-e2e/factory/buildspec"
 	"github.com/capd-e2e/capd-e2e/framework/config"
 	"github.com/capd-e2e/capd-e2e/framework/runtime"
 	"github.com/capd-e2e/capd-e2e/framework/runtime/fake"
@@ -30,16 +31,25 @@ func fixedHashes(_ string, pkgs, _ []string) (map[string]SourceInfo, error) {
 	return out, nil
 }
 
-func loadConfig(t *testing.T) *config.Config {
+func loadConfig(t *testing.T) *buildspec.Build {
 	t.Helper()
 	c, err := config.Load(repoConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	b, err := buildspec.Load(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
-func newPlan(t *testing.T, c *config.Config, opts Options) *Plan {
+// validate checks both parts of a build section a test changed.
+func validate(b *buildspec.Build) error {
+	return errors.Join(b.Config.Validate(), b.Validate())
+}
+
+func newPlan(t *testing.T, c *buildspec.Build, opts Options) *Plan {
 	t.Helper()
 	p, err := New(c, opts)
 	if err != nil {
@@ -163,7 +173,7 @@ func TestHashIsStable(t *testing.T) {
 		}
 	}
 	// Package order does not matter to debootstrap, so not to the hash.
-	slices.Reverse(c.Build.Debian.Rootfs[0].Packages)
+	slices.Reverse(c.Debian.Rootfs[0].Packages)
 	if got := toBuild(t, newPlan(t, c, testOpts), engineWith(newPlan(t, loadConfig(t), testOpts))); len(got) != 0 {
 		t.Errorf("reordering packages rebuilds %v", got)
 	}
@@ -172,25 +182,25 @@ func TestHashIsStable(t *testing.T) {
 // With the debian runtime the module versions are unused: bumping them
 // must rebuild nothing.
 func TestDecideDebianRuntimeIgnoresModuleVersions(t *testing.T) {
-	debian := func() *config.Config {
+	debian := func() *buildspec.Build {
 		c := loadConfig(t)
-		c.Build.ContainerRuntime.Source = config.RuntimeFromDebian
-		node := &c.Build.Debian.Rootfs[0]
+		c.ContainerRuntime.Source = buildspec.RuntimeFromDebian
+		node := &c.Debian.Rootfs[0]
 		node.Packages = append(node.Packages, "containerd", "runc", "containernetworking-plugins")
-		if err := c.Validate(); err != nil {
+		if err := validate(c); err != nil {
 			t.Fatalf("the debian runtime config is invalid: %v", err)
 		}
 		return c
 	}
 	engine := engineWith(newPlan(t, debian(), testOpts))
 	c := debian()
-	c.Build.ContainerRuntime.Containerd.Version = "v2.3.5"
-	c.Build.ContainerRuntime.Runc.Version = "v1.4.4"
+	c.ContainerRuntime.Containerd.Version = "v2.3.5"
+	c.ContainerRuntime.Runc.Version = "v1.4.4"
 	if got := toBuild(t, newPlan(t, c, testOpts), engine); len(got) != 0 {
 		t.Errorf("unused runtime module versions rebuild %v", got)
 	}
-	c.Build.ContainerRuntime.Source = config.RuntimeFromModules
-	c.Build.Debian.Rootfs[0].Packages = c.Build.Debian.Rootfs[0].Packages[:len(c.Build.Debian.Rootfs[0].Packages)-3]
+	c.ContainerRuntime.Source = buildspec.RuntimeFromModules
+	c.Debian.Rootfs[0].Packages = c.Debian.Rootfs[0].Packages[:len(c.Debian.Rootfs[0].Packages)-3]
 	if got := toBuild(t, newPlan(t, c, testOpts), engine); !slices.Contains(got, "kind-base") {
 		t.Errorf("switching to the modules runtime rebuilds %v, want kind-base among them", got)
 	}
@@ -202,36 +212,36 @@ func TestDecide(t *testing.T) {
 
 	tests := []struct {
 		name   string
-		change func(c *config.Config)
+		change func(c *buildspec.Build)
 		opts   *Options
 		want   []string
 	}{
-		{name: "nothing changed", change: func(*config.Config) {}, want: nil},
+		{name: "nothing changed", change: func(*buildspec.Build) {}, want: nil},
 		{
 			name: "etcd bump for v1.37.2",
-			change: func(c *config.Config) {
-				k := &c.Build.Kubernetes[1]
+			change: func(c *buildspec.Build) {
+				k := &c.Kubernetes[1]
 				k.Etcd.Version, k.Etcd.Image = "v3.7.1", "registry.k8s.io/etcd:3.7.1-0"
-				c.Variables[config.VarEtcdVersionUpgradeTo] = "3.7.1-0"
+				c.Config.Variables[config.VarEtcdVersionUpgradeTo] = "3.7.1-0"
 			},
 			want: []string{"etcd/v3.7.1", "node/v1.37.2"},
 		},
 		{
 			name:   "CoreDNS bump for v1.37.2 reaches the v1.36.3 node that preloads it",
-			change: func(c *config.Config) { c.Build.Kubernetes[1].CoreDNS.Path = "example.com/fork/coredns" },
+			change: func(c *buildspec.Build) { c.Kubernetes[1].CoreDNS.Path = "example.com/fork/coredns" },
 			want:   []string{"coredns/v1.14.6", "node/v1.36.3", "node/v1.37.2"},
 		},
 		{
 			name: "a package added to the net rootfs",
-			change: func(c *config.Config) {
-				c.Build.Debian.Rootfs[1].Packages = append(c.Build.Debian.Rootfs[1].Packages, "tcpdump")
+			change: func(c *buildspec.Build) {
+				c.Debian.Rootfs[1].Packages = append(c.Debian.Rootfs[1].Packages, "tcpdump")
 			},
 			want: []string{"kube-proxy/v1.36.3", "kube-proxy/v1.37.2", "kube-router", "node/v1.36.3", "node/v1.37.2", "rootfs/net"},
 		},
 		{
 			name: "Debian mirror",
-			change: func(c *config.Config) {
-				c.Build.Debian.Mirror = "http://snapshot.debian.org/archive/debian/20261130T000000Z"
+			change: func(c *buildspec.Build) {
+				c.Debian.Mirror = "http://snapshot.debian.org/archive/debian/20261130T000000Z"
 			},
 			want: []string{"conformance/v1.37.2", "e2e-test-image/agnhost:2.55", "e2e-test-image/agnhost:2.66.1",
 				"e2e-test-image/busybox:1.37.0-2", "e2e-test-image/glibc-dns-testing:2.1.1",
@@ -241,39 +251,39 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "Alpine release",
-			change: func(c *config.Config) {
-				c.Build.Kubernetes[1].Conformance.Alpine.Version = "v0.0.0-20260622060631-4ad948cca27e"
+			change: func(c *buildspec.Build) {
+				c.Kubernetes[1].Conformance.Alpine.Version = "v0.0.0-20260622060631-4ad948cca27e"
 			},
 			want: []string{"e2e-test-image/kitten:1.8", "e2e-test-image/nautilus:1.8"},
 		},
 		{
 			name:   "containerd bump with the modules runtime",
-			change: func(c *config.Config) { c.Build.ContainerRuntime.Containerd.Version = "v2.3.5" },
+			change: func(c *buildspec.Build) { c.ContainerRuntime.Containerd.Version = "v2.3.5" },
 			want:   []string{"kind-base", "node/v1.36.3", "node/v1.37.2"},
 		},
 		{
 			name:   "crictl",
-			change: func(c *config.Config) { c.Build.Crictl.Version = "v1.36.1" },
+			change: func(c *buildspec.Build) { c.Crictl.Version = "v1.36.1" },
 			want:   []string{"kind-base", "node/v1.36.3", "node/v1.37.2"},
 		},
 		{
 			name: "Cluster API version",
-			change: func(c *config.Config) {
-				c.Build.ClusterAPI.Version = "v1.14.3"
-				for i := range c.Providers {
-					c.Providers[i].Versions[0].Name = "v1.14.3"
+			change: func(c *buildspec.Build) {
+				c.ClusterAPI.Version = "v1.14.3"
+				for i := range c.Config.Providers {
+					c.Config.Providers[i].Versions[0].Name = "v1.14.3"
 				}
 			},
 			want: []string{"cluster-api/core", "cluster-api/docker", "cluster-api/kubeadm-bootstrap", "cluster-api/kubeadm-control-plane", "cluster-api/test-extension"},
 		},
 		{
 			name:   "haproxy image name",
-			change: func(c *config.Config) { c.Build.LoadBalancer.Image = "kindest/haproxy:v20240000-local" },
+			change: func(c *buildspec.Build) { c.LoadBalancer.Image = "kindest/haproxy:v20240000-local" },
 			want:   []string{"haproxy"},
 		},
 		{
 			name:   "Go toolchain rebuilds every Go-built image",
-			change: func(*config.Config) {},
+			change: func(*buildspec.Build) {},
 			opts:   &Options{GoVersion: "go1.26.9", Arch: "amd64", SourceHashes: fixedHashes},
 			want: []string{"cert-manager-substitute", "cluster-api/core", "cluster-api/docker", "cluster-api/kubeadm-bootstrap",
 				"cluster-api/kubeadm-control-plane", "cluster-api/test-extension",
@@ -294,7 +304,7 @@ func TestDecide(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := loadConfig(t)
 			tt.change(c)
-			if err := c.Validate(); err != nil {
+			if err := validate(c); err != nil {
 				t.Fatalf("the changed config is invalid: %v", err)
 			}
 			opts := testOpts
@@ -541,7 +551,7 @@ func TestClusterAPIFromATreeRebuildsOnlyWhatChanged(t *testing.T) {
 	opts := testOpts
 	opts.SourceHashes = stub.fn
 	before := newPlan(t, c, opts)
-	if want := []string{tree, filepath.Join(tree, "test"), c.CloudControllerManagerDir()}; !slices.Equal(stub.dirs, want) {
+	if want := []string{tree, filepath.Join(tree, "test"), c.Config.CloudControllerManagerDir()}; !slices.Equal(stub.dirs, want) {
 		t.Errorf("hashed %v, want one go list per module %v", stub.dirs, want)
 	}
 	capd, _ := before.Step(IDCAPD)
@@ -557,7 +567,7 @@ func TestClusterAPIFromATreeRebuildsOnlyWhatChanged(t *testing.T) {
 		t.Errorf("after a CAPD change, build %v; want only %s", got, IDCAPD)
 	}
 	// Moving the tree changes nothing: its content is hashed, not its path.
-	c.Build.ClusterAPI.Source = tree + "/."
+	c.ClusterAPI.Source = tree + "/."
 	if got := toBuild(t, newPlan(t, c, opts), engineWith(after)); len(got) != 0 {
 		t.Errorf("the same tree elsewhere rebuilds %v", got)
 	}
@@ -566,7 +576,7 @@ func TestClusterAPIFromATreeRebuildsOnlyWhatChanged(t *testing.T) {
 func TestGoImages(t *testing.T) {
 	c := loadConfig(t)
 	dir := t.TempDir()
-	c.Build.GoImages = []config.GoImage{
+	c.GoImages = []buildspec.GoImage{
 		{Image: "example.com/p/manager:dev", Dir: dir, Package: "./cmd/manager", Binary: "/manager", LDFlags: []string{"-X a.b=c", "-X d.e=f"}},
 		{Image: "example.com/p/agent:v1", Module: "example.com/p", Version: "v1.0.0", Package: "example.com/p/cmd/agent", Binary: "/agent", Rootfs: "net", User: "65532"},
 	}

@@ -58,9 +58,9 @@ func allKinds(b Builder) map[Kind]Builder {
 func TestRunBuildsWhatChangedThenNothing(t *testing.T) {
 	engine := engineWith(newPlan(t, loadConfig(t), testOpts))
 	c := loadConfig(t)
-	k := &c.Build.Kubernetes[1]
+	k := &c.Kubernetes[1]
 	k.Etcd.Version, k.Etcd.Image = "v3.7.1", "registry.k8s.io/etcd:3.7.1-0"
-	c.Variables[config.VarEtcdVersionUpgradeTo] = "3.7.1-0"
+	c.Config.Variables[config.VarEtcdVersionUpgradeTo] = "3.7.1-0"
 	p := newPlan(t, c, testOpts)
 
 	rec := &recorder{engine: engine, label: true}

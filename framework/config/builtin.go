@@ -286,7 +286,7 @@ func (p Provider) deepCopy() Provider {
 // resolveClusterAPISource derives the version of a Cluster API working
 // tree from its metadata.yaml, as upstream names a tree's version: the
 // highest release series with patch 99 (v1.14.99).
-func (c *Config) resolveClusterAPISource(e *errs) {
+func (c *Config) resolveClusterAPISource(e *Errors) {
 	src := c.Build.ClusterAPI.Source
 	if src == "" {
 		return
@@ -297,13 +297,13 @@ func (c *Config) resolveClusterAPISource(e *errs) {
 	}
 	for _, m := range []string{"go.mod", "api/go.mod", "test/go.mod", "metadata.yaml"} {
 		if _, err := os.Stat(filepath.Join(src, m)); err != nil {
-			e.add(field, "%q is not a cluster-api working tree: %v", src, err)
+			e.Add(field, "%q is not a cluster-api working tree: %v", src, err)
 			return
 		}
 	}
 	data, err := os.ReadFile(filepath.Join(src, "metadata.yaml"))
 	if err != nil {
-		e.add(field, "%v", err)
+		e.Add(field, "%v", err)
 		return
 	}
 	var md struct {
@@ -312,7 +312,7 @@ func (c *Config) resolveClusterAPISource(e *errs) {
 		} `json:"releaseSeries"`
 	}
 	if err := yaml.Unmarshal(data, &md); err != nil || len(md.ReleaseSeries) == 0 {
-		e.add(field, "%s has no releaseSeries (%v)", filepath.Join(src, "metadata.yaml"), err)
+		e.Add(field, "%s has no releaseSeries (%v)", filepath.Join(src, "metadata.yaml"), err)
 		return
 	}
 	slices.SortFunc(md.ReleaseSeries, func(a, b struct{ Major, Minor int }) int {

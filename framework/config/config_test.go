@@ -30,8 +30,6 @@ func TestLoadRepoConfig(t *testing.T) {
 		t.Errorf("KubernetesVersions() = %v, want %v", got, want)
 	}
 	checks := map[string][2]string{
-		"kind version":        {c.Build.Kind.Version, "v0.33.0"},
-		"crictl":              {c.Build.Crictl.String(), "sigs.k8s.io/cri-tools@v1.36.0"},
 		"kube-router":         {c.Build.KubeRouter.String(), "github.com/cloudnativelabs/kube-router/v2@v2.1.0"},
 		"cluster API":         {c.Build.ClusterAPI.Version, "v1.14.2"},
 		"haproxy":             {c.Build.LoadBalancer.Image, "kindest/haproxy:v20230606-42a2262b"},
@@ -44,7 +42,6 @@ func TestLoadRepoConfig(t *testing.T) {
 		"node image":          {c.Build.Kubernetes[0].NodeImage, "kindest/node:v1.36.3"},
 		"kubernetes version":  {c.Variables[VarKubernetesVersion], "v1.37.2"},
 		"upgrade to":          {c.Variables[VarKubernetesVersionUpgradeTo], "v1.37.2"},
-		"runtime source":      {c.Build.ContainerRuntime.Source, RuntimeFromModules},
 		"apiserver image":     {c.Build.Kubernetes[0].ComponentImage(KubeAPIServer), "registry.k8s.io/kube-apiserver:v1.36.3"},
 		"management cluster":  {c.ManagementClusterName, "capd-e2e"},
 		"cluster API version": {c.ClusterAPIVersion(), "v1.14.2"},
@@ -86,29 +83,10 @@ func TestValidateNamesTheField(t *testing.T) {
 		break_ func(c *Config)
 		want   string
 	}{
-		{"etcd version", func(c *Config) { c.Build.Kubernetes[1].Etcd.Version = "" },
-			"build.kubernetes[1].etcd.version: Required value"},
-		{"etcd tag", func(c *Config) { c.Build.Kubernetes[1].Etcd.Version = "v3.7.1" },
-			`build.kubernetes[1].etcd.image: Invalid value: tag "3.7.0-0" does not contain the version "3.7.1"`},
-		{"coredns not semver", func(c *Config) { c.Build.Kubernetes[0].CoreDNS.Version = "1.14" },
-			`build.kubernetes[0].coreDNS.version: Invalid value: "1.14" is not a semantic version`},
-		{"pause tag", func(c *Config) { c.Build.Kubernetes[0].Pause.Version = "3.10" },
-			`build.kubernetes[0].pause.image: Invalid value: tag "3.10.2" is not the version "3.10"`},
 		{"untagged image", func(c *Config) { c.Build.LoadBalancer.Image = "kindest/haproxy" },
 			"build.loadBalancer.image: Invalid value: \"kindest/haproxy\" is not an image reference with a tag"},
-		{"conformance rootfs", func(c *Config) { c.Build.Kubernetes[1].Conformance.Rootfs = "nope" },
-			`build.kubernetes[1].conformance.rootfs: Invalid value: no build.debian.rootfs is named "nope"`},
-		{"conformance test image name", func(c *Config) { c.Build.Kubernetes[1].Conformance.TestImages[0] = "agnhostx:2.66.1" },
-			`build.kubernetes[1].conformance.testImages[0]: Invalid value: "agnhostx:2.66.1": the factory builds no test image "agnhostx"`},
-		{"kitten without alpine", func(c *Config) { c.Build.Kubernetes[1].Conformance.Alpine.Version = "" },
-			`build.kubernetes[1].conformance.alpine.version: Required value: testImages[5] "kitten:1.8" is built on Alpine's minirootfs`},
-		{"alpine version", func(c *Config) { c.Build.Kubernetes[1].Conformance.Alpine.Version = "3.24.1" },
-			`build.kubernetes[1].conformance.alpine.version: Invalid value: "3.24.1" is not a semantic version`},
 		{"conformance test image tag", func(c *Config) { c.Build.Kubernetes[1].Conformance.TestImages[0] = "agnhost" },
 			`build.kubernetes[1].conformance.testImages[0]: Invalid value: "agnhost" is not <name>:<tag>`},
-		{"conformance test image of two versions", func(c *Config) {
-			c.Build.Kubernetes[0].Conformance = &Conformance{Rootfs: "e2e-tools", TestImages: []string{"agnhost:2.66.1"}, TestImageRepository: DefaultTestImageRepository, Image: "registry.k8s.io/conformance:v1.36.3"}
-		}, `image "registry.k8s.io/e2e-test-images/agnhost:2.66.1" is also built by`},
 		{"kubetest configuration", func(c *Config) { c.Variables[VarKubetestConfiguration] = "/nope.yaml" },
 			`variables.KUBETEST_CONFIGURATION: Invalid value: "/nope.yaml" is not a file`},
 		{"duplicate version", func(c *Config) { c.Build.Kubernetes[1].Version = "v1.36.3" },
@@ -150,53 +128,12 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"bad replacement", func(c *Config) {
 			withProvider(c).Versions[0].Replacements = []Replacement{{Old: "("}}
 		}, "providers[0].versions[0].replacements[0].old: Invalid value: error parsing regexp"},
-		{"go image source", func(c *Config) {
-			c.Build.GoImages = []GoImage{{Image: "example.com/m:dev", Package: ".", Binary: "/manager"}}
-		}, "build.goImages[0].module: Required value"},
-		{"go image dir and module", func(c *Config) {
-			c.Build.GoImages = []GoImage{{Image: "example.com/m:dev", Package: ".", Binary: "/manager", Dir: "/", Module: "example.com/m", Version: "v1.0.0"}}
-		}, "build.goImages[0]: Invalid value: set either dir or module and version, not both"},
-		{"go image dir", func(c *Config) {
-			c.Build.GoImages = []GoImage{{Image: "example.com/m:dev", Package: ".", Binary: "/manager", Dir: "/nonexistent/provider"}}
-		}, `build.goImages[0].dir: Invalid value: "/nonexistent/provider" is not a directory`},
-		{"go image collides", func(c *Config) {
-			c.Build.GoImages = []GoImage{{Image: c.Build.LoadBalancer.Image, Package: "x", Binary: "/manager", Module: "example.com/m", Version: "v1.0.0"}}
-		}, `build.goImages[0].image: Invalid value: image "kindest/haproxy:v20230606-42a2262b" is also built by build.loadBalancer.image`},
 		{"policy", func(c *Config) { c.Build.Registry.Policy = "always" },
 			`build.registry.policy: Invalid value: "always" is not build, pull or pull-else-build`},
 		{"step policy", func(c *Config) { c.Build.Registry.Policies = map[string]string{"node/*": "never"} },
 			`build.registry.policies[node/*]: Invalid value: "never" is not build, pull or pull-else-build`},
 		{"mirror", func(c *Config) { c.Build.Registry.Mirror = "http://127.0.0.1:5001" },
 			`build.registry.mirror: Invalid value: "http://127.0.0.1:5001" is not a registry`},
-		{"unknown rootfs", func(c *Config) { c.Build.KubeRouter.Rootfs = "tools" },
-			`build.kubeRouter.rootfs: Invalid value: no build.debian.rootfs is named "tools"`},
-		{"duplicate rootfs", func(c *Config) { c.Build.Debian.Rootfs[1].Name = "node" },
-			`build.debian.rootfs[1].name: Invalid value: duplicate rootfs "node"`},
-		{"debian runtime packages", func(c *Config) {
-			c.Build.ContainerRuntime.Source = RuntimeFromDebian
-			c.Build.Debian.Rootfs[0].Packages = []string{"systemd"}
-		},
-			`build.containerRuntime.source: Invalid value: "debian" needs package "containerd" in rootfs "node"`},
-		{"module runtime versions", func(c *Config) {
-			c.Build.ContainerRuntime.Source = RuntimeFromModules
-			c.Build.ContainerRuntime.Runc.Version = ""
-		}, "build.containerRuntime.runc.version: Required value"},
-		{"module runtime and debian's", func(c *Config) {
-			c.Build.ContainerRuntime.Source = RuntimeFromModules
-			c.Build.Debian.Rootfs[0].Packages = append(c.Build.Debian.Rootfs[0].Packages, "runc")
-		}, `build.containerRuntime.source: Invalid value: "modules" builds runc, but rootfs "node" installs Debian's package "runc" too: leave it out`},
-		{"runtime source", func(c *Config) { c.Build.ContainerRuntime.Source = "apt" },
-			`build.containerRuntime.source: Invalid value: "apt" is not debian or modules`},
-		{"mirror", func(c *Config) { c.Build.Debian.Mirror = "deb.debian.org" },
-			`build.debian.mirror: Invalid value: "deb.debian.org" is not an http(s):// or file:// URL`},
-		{"preload from", func(c *Config) { c.Build.Kubernetes[0].Preload[0].From = "v1.38.0" },
-			`build.kubernetes[0].preload[0].from: Invalid value: no build.kubernetes entry has version "v1.38.0"`},
-		{"preload component", func(c *Config) { c.Build.Kubernetes[0].Preload[0].Components = []string{"dns"} },
-			`build.kubernetes[0].preload[0].components[0]: Invalid value: "dns" is not etcd, coredns, pause or kube-proxy`},
-		{"shared pause from two sources", func(c *Config) { c.Build.Kubernetes[1].Pause.Source = "v1.37.2" },
-			`build.kubernetes[1].pause.image: Invalid value: image "registry.k8s.io/pause:3.10.2" is also built by build.kubernetes[0].pause.image from other inputs`},
-		{"image collision", func(c *Config) { c.Build.Kind.BaseImage = c.Build.Debian.Rootfs[0].Image },
-			"build.kind.baseImage: Invalid value: image \"capd-e2e/debian-node:trixie\" is also built by build.debian.rootfs[0].image"},
 		{"variable names unbuilt version", func(c *Config) { c.Variables[VarKubernetesVersion] = "v1.35.0" },
 			`variables.KUBERNETES_VERSION: Invalid value: "v1.35.0" has no build.kubernetes entry`},
 		{"etcd upgrade tag", func(c *Config) { c.Variables[VarEtcdVersionUpgradeTo] = "3.6.8-0" },
@@ -206,7 +143,10 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"kustomize", func(c *Config) { c.Build.Kustomize.Version = "" },
 			"build.kustomize.version: Required value"},
 		{"capd image", func(c *Config) { c.Build.ClusterAPI.Images.Docker = "" },
-			"build.clusterAPI.images.docker: Required value"},
+			"build.clusterAPI.images.docker: Required value"}, {"etcd image", func(c *Config) { c.Build.Kubernetes[1].Etcd.Image = "registry.k8s.io/etcd" },
+			`build.kubernetes[1].etcd.image: Invalid value: "registry.k8s.io/etcd" is not an image reference with a tag`},
+		{"conformance test images", func(c *Config) { c.Build.Kubernetes[1].Conformance.TestImages = nil },
+			"build.kubernetes[1].conformance.testImages: Invalid value: at least one is required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -230,10 +170,10 @@ func TestValidateNamesTheField(t *testing.T) {
 func TestValidateReportsEveryProblem(t *testing.T) {
 	c := loadRepoConfig(t)
 	c.ManagementClusterName = ""
-	c.Build.Kubernetes[1].Etcd.Version = ""
+	c.Build.Kubernetes[1].Etcd.Image = ""
 	c.Build.Kustomize.Version = ""
 	err := c.Validate()
-	for _, want := range []string{"managementClusterName: Required value", "build.kubernetes[1].etcd.version: Required value", "build.kustomize.version: Required value"} {
+	for _, want := range []string{"managementClusterName: Required value", "build.kubernetes[1].etcd.image: Required value", "build.kustomize.version: Required value"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to contain %q", err, want)
 		}
@@ -253,7 +193,8 @@ func TestLoadErrors(t *testing.T) {
 		{"misspelt key", string(repo) + "\nbuildd: {}\n", `unknown field "buildd"`},
 		{"misspelt nested key", strings.Replace(string(repo), "kubeRouter:", "kubeRouterr:", 1), `unknown field "kubeRouterr"`},
 		{"not yaml", "build: [", "yaml"},
-		{"invalid", strings.Replace(string(repo), "suite: trixie", "suite: \"\"", 1), "build.debian.suite: Required value"},
+		{"misspelt key of an entry", strings.Replace(string(repo), "preload:", "preloadd:", 1), `unknown field "preloadd"`},
+		{"invalid", strings.Replace(string(repo), "version: v5.7.0}", "version: \"\"}", 1), "build.kustomize.version: Required value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -275,74 +216,33 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
-// minimal is the smallest valid config: everything with a default is left
-// out.
-const minimal = `
-managementClusterName: m
-images:
-- name: example/core:v1
-- name: example/bootstrap:v1
-- name: example/cp:v1
-- name: example/capd:v1
-- name: example/cm:v1
-providers:
-- {name: cluster-api, type: CoreProvider, versions: [{name: v1.14.2, value: c.yaml, type: url}]}
-- {name: kubeadm, type: BootstrapProvider, versions: [{name: v1.14.2, value: b.yaml, type: url}]}
-- {name: kubeadm, type: ControlPlaneProvider, versions: [{name: v1.14.2, value: cp.yaml, type: url}]}
-- {name: docker, type: InfrastructureProvider, versions: [{name: v1.14.2, value: d.yaml, files: [{sourcePath: t/cluster-template.yaml}]}]}
-build:
-  debian:
-    suite: trixie
-    mirror: http://deb.debian.org/debian
-    rootfs:
-    - {name: node, image: x/node:1, packages: [containerd, runc, containernetworking-plugins]}
-    - {name: net, image: x/net:1}
-    - {name: haproxy, image: x/haproxy:1}
-  kind: {version: v0.33.0, baseImage: x/base:1}
-  crictl: {version: v1.36.0}
-  kubeRouter: {version: v2.1.0, image: x/kube-router:v2.1.0}
-  kubernetes:
-  - version: v1.36.3
-    etcd: {version: v3.6.8, image: registry.k8s.io/etcd:3.6.8-0}
-    coreDNS: {version: v1.14.2, image: registry.k8s.io/coredns/coredns:v1.14.2}
-    pause: {version: "3.10.2", image: registry.k8s.io/pause:3.10.2}
-  loadBalancer: {image: kindest/haproxy:v20230606-42a2262b}
-  clusterAPI:
-    version: v1.14.2
-    images: {core: example/core:v1, kubeadmBootstrap: example/bootstrap:v1, kubeadmControlPlane: example/cp:v1, docker: example/capd:v1}
-  certManager: {version: v1.21.2, substituteImage: example/cm:v1}
-  kustomize: {version: v5.7.0}
-`
+// minimal is the smallest config a run accepts; it has none of the image
+// factory's keys.
+const minimal = "testdata/minimal.yaml"
 
 func TestDefaults(t *testing.T) {
+	data, err := os.ReadFile(minimal)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
-	c, err := Parse([]byte(minimal), dir)
+	c, err := Parse(data, dir)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
 	k := c.Build.Kubernetes[0]
 	checks := map[string][2]string{
-		"node image":        {k.NodeImage, "kindest/node:v1.36.3"},
-		"image repository":  {k.ImageRepository, DefaultImageRepository},
-		"etcd module":       {k.Etcd.Path, DefaultEtcdModule},
-		"coredns module":    {k.CoreDNS.Path, DefaultCoreDNSModule},
-		"pause source":      {k.Pause.Source, "v1.36.3"},
-		"kind module":       {c.Build.Kind.Path, DefaultKindModule},
-		"kind rootfs":       {c.Build.Kind.Rootfs, DefaultNodeRootfs},
-		"runtime":           {c.Build.ContainerRuntime.Source, RuntimeFromDebian},
-		"containerd module": {c.Build.ContainerRuntime.Containerd.Path, DefaultContainerdModule},
-		"variant":           {c.Build.Debian.Variant, DefaultDebianVariant},
-		"kube-proxy rootfs": {c.Build.KubeProxyRootfs, DefaultNetRootfs},
-		"router rootfs":     {c.Build.KubeRouter.Rootfs, DefaultNetRootfs},
-		"haproxy rootfs":    {c.Build.LoadBalancer.Rootfs, DefaultHAProxyRootfs},
-		"cert-manager":      {c.Build.CertManager.String(), DefaultCertManager + "@v1.21.2"},
-		"kustomize module":  {c.Build.Kustomize.Path, DefaultKustomizeModule},
-		"load behavior":     {string(c.Images[0].LoadBehavior), string(MustLoad)},
-		"provider type":     {c.Providers[3].Versions[0].Type, KustomizeSource},
-		"file target":       {c.Providers[3].Versions[0].Files[0].TargetName, "cluster-template.yaml"},
-		"resolved path":     {c.ResolvePath("a/b"), filepath.Join(dir, "a", "b")},
-		"provider value":    {c.Providers[3].Versions[0].Value, filepath.Join(dir, "d.yaml")},
-		"absolute path":     {c.ResolvePath("/x/../y"), "/y"},
+		"node image":         {k.NodeImage, "kindest/node:v1.36.3"},
+		"image repository":   {k.ImageRepository, DefaultImageRepository},
+		"cert-manager":       {c.Build.CertManager.String(), DefaultCertManager + "@v1.21.2"},
+		"kube-router module": {c.Build.KubeRouter.Path, DefaultKubeRouterModule},
+		"kustomize module":   {c.Build.Kustomize.Path, DefaultKustomizeModule},
+		"load behavior":      {string(c.Images[0].LoadBehavior), string(MustLoad)},
+		"provider type":      {c.Providers[3].Versions[0].Type, KustomizeSource},
+		"file target":        {c.Providers[3].Versions[0].Files[0].TargetName, "cluster-template.yaml"},
+		"resolved path":      {c.ResolvePath("a/b"), filepath.Join(dir, "a", "b")},
+		"provider value":     {c.Providers[3].Versions[0].Value, filepath.Join(dir, "d.yaml")},
+		"absolute path":      {c.ResolvePath("/x/../y"), "/y"},
 	}
 	for name, c := range checks {
 		if c[0] != c[1] {
@@ -418,7 +318,7 @@ func TestKubernetesVersion(t *testing.T) {
 	c := loadRepoConfig(t)
 	for _, v := range []string{"v1.37.2", "1.37.2"} {
 		k, err := c.Build.KubernetesVersion(v)
-		if err != nil || k.Version != "v1.37.2" || k.Etcd.Version != "v3.7.0" {
+		if err != nil || k.Version != "v1.37.2" || k.Etcd.Image != "registry.k8s.io/etcd:3.7.0-0" {
 			t.Errorf("KubernetesVersion(%s) = %+v, %v", v, k, err)
 		}
 	}
@@ -441,23 +341,23 @@ func TestImageTags(t *testing.T) {
 		{"127.0.0.1:5001/capd-e2e/x", "", "127.0.0.1:5001/capd-e2e/x:dev"},
 		{"kindest/haproxy", "", "kindest/haproxy:dev"},
 	} {
-		if got := tagOf(tc.ref); got != tc.tag {
-			t.Errorf("tagOf(%q) = %q, want %q", tc.ref, got, tc.tag)
+		if got := ImageTag(tc.ref); got != tc.tag {
+			t.Errorf("ImageTag(%q) = %q, want %q", tc.ref, got, tc.tag)
 		}
 		if got := WithTag(tc.ref, "dev"); got != tc.withDev {
 			t.Errorf("WithTag(%q, dev) = %q, want %q", tc.ref, got, tc.withDev)
 		}
 	}
-	var e errs
+	var e Errors
 	for _, v := range []string{"v1.2.3", "v1.2.3-rc.1", "v1.2.3+build.5", "v0.0.0-20260210185600-b8788abfbbc2"} {
-		e.version("ok", v)
+		e.Version("ok", v)
 	}
 	if len(e) != 0 {
-		t.Errorf("valid versions rejected: %v", e.err())
+		t.Errorf("valid versions rejected: %v", e.Err())
 	}
 	for _, v := range []string{"1.2.3", "v1.2", "v1", "v1.2.3.4", "v01.2.3"} {
 		e = nil
-		if e.version("bad", v); len(e) != 1 {
+		if e.Version("bad", v); len(e) != 1 {
 			t.Errorf("version %q accepted", v)
 		}
 	}

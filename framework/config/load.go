@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,33 +12,20 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Default module paths, used where the config leaves "module" unset.
+// Default module paths of the run's part of the build section, used where
+// the config leaves "module" unset.
 const (
-	DefaultKindModule       = "sigs.k8s.io/kind"
-	DefaultContainerdModule = "github.com/containerd/containerd/v2"
-	DefaultRuncModule       = "github.com/opencontainers/runc"
-	DefaultCNIPluginsModule = "github.com/containernetworking/plugins"
-	DefaultCrictlModule     = "sigs.k8s.io/cri-tools"
 	DefaultKubeRouterModule = "github.com/cloudnativelabs/kube-router/v2"
-	DefaultKubernetesModule = "k8s.io/kubernetes"
-	DefaultEtcdModule       = "go.etcd.io/etcd/server/v3"
-	DefaultCoreDNSModule    = "github.com/coredns/coredns"
 	DefaultCertManager      = "github.com/cert-manager/cert-manager"
 	DefaultKustomizeModule  = "sigs.k8s.io/kustomize/kustomize/v5"
-	DefaultAlpineModule     = "github.com/alpinelinux/docker-alpine"
 )
 
 // Other defaults of the build section.
 const (
-	DefaultDebianVariant   = "minbase"
 	DefaultImageRepository = "registry.k8s.io"
 	// DefaultTestImageRepository is where Kubernetes' e2e test images
 	// live (test/utils/image/manifest.go's promoter E2E registry).
 	DefaultTestImageRepository = "registry.k8s.io/e2e-test-images"
-	DefaultNodeRootfs          = "node"
-	DefaultNetRootfs           = "net"
-	DefaultHAProxyRootfs       = "haproxy"
-	DefaultGoImageBinary       = "/manager"
 )
 
 // Environment variables that override build settings at load time. An
@@ -185,26 +173,60 @@ func readFile(path string) (*Config, error) {
 
 // parse reads one file strictly (a misspelt key is an error here rather
 // than a silently missing value, unlike upstream) and makes its paths
-// absolute.
+// absolute. The build section is kept as written, to be merged and then
+// decoded by decodeBuild.
 func parse(data []byte, path string) (*Config, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, fmt.Errorf("the file is empty")
 	}
-	c := &Config{}
-	if err := yaml.UnmarshalStrict(data, c); err != nil {
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, err
 	}
-	var raw struct {
-		Build map[string]any `json:"build"`
+	build, ok := doc["build"].(map[string]any)
+	if !ok && doc["build"] != nil {
+		return nil, fmt.Errorf("build: not a mapping")
 	}
-	if err := yaml.Unmarshal(data, &raw); err != nil {
+	delete(doc, "build")
+	c := &Config{}
+	if err := decodeStrict(doc, c); err != nil {
 		return nil, err
 	}
 	c.path = path
-	c.rawBuild = raw.Build
+	c.rawBuild = build
 	c.absPaths(filepath.Dir(path))
 	absRawBuild(c.rawBuild, filepath.Dir(path))
 	return c, nil
+}
+
+// decodeStrict decodes v, a document read by yaml.Unmarshal, into out,
+// rejecting unknown keys.
+func decodeStrict(v any, out any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return yaml.UnmarshalStrict(data, out)
+}
+
+// decodeBuild decodes the run's part of the (merged) build section into
+// c.Build, strictly: a key that is neither the run's nor one of
+// FactoryKeys is an error.
+func (c *Config) decodeBuild() error {
+	raw := stripKeys(deepCopy(c.rawBuild), FactoryKeys())
+	c.Build = Build{}
+	if err := decodeStrict(raw, &c.Build); err != nil {
+		return fmt.Errorf("build: %w", err)
+	}
+	return nil
+}
+
+// FactoryBuild returns the image factory's part of the build section (the
+// keys FactoryKeys lists, each list entry kept in place so that
+// build.kubernetes[i] lines up with Build.Kubernetes[i]), merged and with
+// its paths absolute, for the factory to decode strictly.
+func (c *Config) FactoryBuild() map[string]any {
+	return projectKeys(c.rawBuild, FactoryKeys())
 }
 
 // finish applies the environment overrides, fills in defaults, derives
@@ -215,12 +237,15 @@ func (c *Config) finish() error {
 		return err
 	}
 	c.harnessRoot = root
+	if err := c.decodeBuild(); err != nil {
+		return err
+	}
 	c.applyEnv()
 	c.Default()
-	var e errs
+	var e Errors
 	c.resolveClusterAPISource(&e)
 	if len(e) > 0 {
-		return e.err()
+		return e.Err()
 	}
 	return c.Validate()
 }
@@ -247,8 +272,8 @@ func (c *Config) applyEnv() {
 }
 
 // absPaths makes the file's relative paths absolute against dir: provider
-// sources and files (as upstream's AbsPaths), the CNI variable, the Cluster
-// API source tree and local Go image directories.
+// sources and files (as upstream's AbsPaths) and the variables that hold
+// paths; absRawBuild does it for the build section.
 func (c *Config) absPaths(dir string) {
 	abs := func(p *string) {
 		// A URL stays as it is; a path that holds a release marker
@@ -280,10 +305,6 @@ func (c *Config) absPaths(dir string) {
 			c.Variables[name] = v
 		}
 	}
-	abs(&c.Build.ClusterAPI.Source)
-	for i := range c.Build.GoImages {
-		abs(&c.Build.GoImages[i].Dir)
-	}
 }
 
 // Default fills in every unset field that has a default (see the fields'
@@ -307,18 +328,7 @@ func (c *Config) Default() {
 	}
 
 	b := &c.Build
-	setIfEmpty(&b.Debian.Variant, DefaultDebianVariant)
-	setIfEmpty(&b.Kind.Path, DefaultKindModule)
-	setIfEmpty(&b.Kind.Rootfs, DefaultNodeRootfs)
-	setIfEmpty(&b.ContainerRuntime.Source, RuntimeFromDebian)
-	setIfEmpty(&b.ContainerRuntime.Containerd.Path, DefaultContainerdModule)
-	setIfEmpty(&b.ContainerRuntime.Runc.Path, DefaultRuncModule)
-	setIfEmpty(&b.ContainerRuntime.CNIPlugins.Path, DefaultCNIPluginsModule)
-	setIfEmpty(&b.Crictl.Path, DefaultCrictlModule)
-	setIfEmpty(&b.KubeProxyRootfs, DefaultNetRootfs)
 	setIfEmpty(&b.KubeRouter.Path, DefaultKubeRouterModule)
-	setIfEmpty(&b.KubeRouter.Rootfs, DefaultNetRootfs)
-	setIfEmpty(&b.LoadBalancer.Rootfs, DefaultHAProxyRootfs)
 	setIfEmpty(&b.CertManager.Path, DefaultCertManager)
 	setIfEmpty(&b.Kustomize.Path, DefaultKustomizeModule)
 	setIfEmpty(&b.Registry.Policy, PolicyPullElseBuild)
@@ -331,14 +341,7 @@ func (c *Config) Default() {
 		if c := k.Conformance; c != nil {
 			setIfEmpty(&c.Image, strings.TrimSuffix(k.ImageRepository, "/")+"/conformance:"+k.Version)
 			setIfEmpty(&c.TestImageRepository, DefaultTestImageRepository)
-			setIfEmpty(&c.Alpine.Path, DefaultAlpineModule)
 		}
-		setIfEmpty(&k.Etcd.Path, DefaultEtcdModule)
-		setIfEmpty(&k.CoreDNS.Path, DefaultCoreDNSModule)
-		setIfEmpty(&k.Pause.Source, k.Version)
-	}
-	for i := range b.GoImages {
-		setIfEmpty(&b.GoImages[i].Binary, DefaultGoImageBinary)
 	}
 }
 

@@ -1,14 +1,10 @@
 package config
 
 import (
-	"encoding/json"
-	"fmt"
 	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"sigs.k8s.io/yaml"
 )
 
 // merge returns base with overlay merged over it (see Load). Both have
@@ -49,37 +45,11 @@ func merge(base, overlay *Config) (*Config, error) {
 	}
 	maps.Copy(out.IntervalsByKey, overlay.IntervalsByKey)
 
-	b, err := mergeBuild(base.Build, overlay.rawBuild)
-	if err != nil {
-		return nil, err
+	out.rawBuild = deepCopy(base.rawBuild)
+	if out.rawBuild == nil {
+		out.rawBuild = map[string]any{}
 	}
-	out.Build = b
-	return out, nil
-}
-
-// mergeBuild merges the build section the overlay file wrote (its YAML, so
-// that fields it left out do not blank the base's) over base's.
-func mergeBuild(base Build, overlay map[string]any) (Build, error) {
-	if len(overlay) == 0 {
-		return base, nil
-	}
-	data, err := json.Marshal(base)
-	if err != nil {
-		return Build{}, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		return Build{}, err
-	}
-	mergeMaps(m, overlay, "build")
-	data, err = json.Marshal(m)
-	if err != nil {
-		return Build{}, err
-	}
-	var out Build
-	if err := yaml.UnmarshalStrict(data, &out); err != nil {
-		return Build{}, fmt.Errorf("build: %w", err)
-	}
+	mergeMaps(out.rawBuild, deepCopy(overlay.rawBuild), "build")
 	return out, nil
 }
 
@@ -144,4 +114,109 @@ func absRawBuild(raw map[string]any, dir string) {
 			abs(m, "dir")
 		}
 	}
+}
+
+// deepCopy copies a document read by yaml.Unmarshal (maps, lists and
+// scalars).
+func deepCopy(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = copyValue(v)
+	}
+	return out
+}
+
+func copyValue(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		return deepCopy(t)
+	case []any:
+		l := make([]any, len(t))
+		for i, e := range t {
+			l[i] = copyValue(e)
+		}
+		return l
+	}
+	return v
+}
+
+// splitKey splits a key path of FactoryKeys into its segments.
+func splitKey(path string) []string { return strings.Split(path, ".") }
+
+// stripKeys deletes from m (in place) the keys at paths and returns m.
+func stripKeys(m map[string]any, paths []string) map[string]any {
+	for _, p := range paths {
+		strip(m, splitKey(p))
+	}
+	return m
+}
+
+func strip(m map[string]any, segs []string) {
+	key, list := strings.CutSuffix(segs[0], "[]")
+	if len(segs) == 1 {
+		delete(m, key)
+		return
+	}
+	var subs []any
+	if list {
+		subs = asList(m[key])
+	} else {
+		subs = []any{m[key]}
+	}
+	for _, s := range subs {
+		if sm, ok := s.(map[string]any); ok {
+			strip(sm, segs[1:])
+		}
+	}
+}
+
+// projectKeys returns a copy of m holding only the keys at paths; a list
+// on a path keeps each of its entries, in place, as the projection of that
+// entry.
+func projectKeys(m map[string]any, paths []string) map[string]any {
+	segs := make([][]string, len(paths))
+	for i, p := range paths {
+		segs[i] = splitKey(p)
+	}
+	return project(m, segs)
+}
+
+func project(m map[string]any, paths [][]string) map[string]any {
+	out := map[string]any{}
+	rest := map[string][][]string{}
+	for _, p := range paths {
+		key := strings.TrimSuffix(p[0], "[]")
+		v, ok := m[key]
+		if !ok {
+			continue
+		}
+		if len(p) == 1 {
+			out[key] = copyValue(v)
+			continue
+		}
+		rest[p[0]] = append(rest[p[0]], p[1:])
+	}
+	for seg, sub := range rest {
+		key, list := strings.CutSuffix(seg, "[]")
+		if _, whole := out[key]; whole {
+			continue
+		}
+		if !list {
+			if vm, ok := m[key].(map[string]any); ok {
+				out[key] = project(vm, sub)
+			}
+			continue
+		}
+		entries := asList(m[key])
+		l := make([]any, len(entries))
+		for i, e := range entries {
+			em, _ := e.(map[string]any)
+			l[i] = project(em, sub)
+		}
+		out[key] = l
+	}
+	return out
 }

@@ -62,20 +62,17 @@ func TestLoadMergesAProvidersConfigOverTheHarness(t *testing.T) {
 		t.Errorf("BasePath() = %q, Path() = %q", c.BasePath(), c.Path())
 	}
 	checks := map[string][2]string{
-		"name":                 {c.ManagementClusterName, "my-provider-e2e"},
-		"overridden variable":  {c.Variables[VarKubernetesVersion], "v1.37.2"},
-		"harness variable":     {c.Variables[VarKubernetesVersionUpgradeTo], "v1.37.2"},
-		"own variable":         {c.Variables["MY_VARIABLE"], "mine"},
-		"harness build":        {c.Build.Kubernetes[0].NodeImage, "kindest/node:v1.36.3"},
-		"kustomize path":       {c.Providers[0].Versions[0].Value, filepath.Join(repo, "config", "default")},
-		"file path":            {c.Providers[0].Versions[0].Files[0].SourcePath, filepath.Join(filepath.Dir(p), "metadata.yaml")},
-		"go image dir":         {c.Build.GoImages[0].Dir, repo},
-		"go image binary":      {c.Build.GoImages[0].Binary, DefaultGoImageBinary},
-		"harness policy":       {c.Build.Registry.Policy, PolicyPullElseBuild},
-		"node policy":          {c.Build.Registry.PolicyFor("node/v1.36.3", true), PolicyBuild},
-		"harness interval":     {strings.Join(c.IntervalsByKey["default/wait-cluster"], ","), "5m,10s"},
-		"own interval":         {strings.Join(c.IntervalsByKey["my-spec/wait-thing"], ","), "1m,1s"},
-		"harness debian suite": {c.Build.Debian.Suite, "trixie"},
+		"name":                {c.ManagementClusterName, "my-provider-e2e"},
+		"overridden variable": {c.Variables[VarKubernetesVersion], "v1.37.2"},
+		"harness variable":    {c.Variables[VarKubernetesVersionUpgradeTo], "v1.37.2"},
+		"own variable":        {c.Variables["MY_VARIABLE"], "mine"},
+		"harness build":       {c.Build.Kubernetes[0].NodeImage, "kindest/node:v1.36.3"},
+		"kustomize path":      {c.Providers[0].Versions[0].Value, filepath.Join(repo, "config", "default")},
+		"file path":           {c.Providers[0].Versions[0].Files[0].SourcePath, filepath.Join(filepath.Dir(p), "metadata.yaml")},
+		"harness policy":      {c.Build.Registry.Policy, PolicyPullElseBuild},
+		"node policy":         {c.Build.Registry.PolicyFor("node/v1.36.3", true), PolicyBuild},
+		"harness interval":    {strings.Join(c.IntervalsByKey["default/wait-cluster"], ","), "5m,10s"},
+		"own interval":        {strings.Join(c.IntervalsByKey["my-spec/wait-thing"], ","), "1m,1s"},
 	}
 	for name, v := range checks {
 		if v[0] != v[1] {
@@ -177,7 +174,6 @@ func TestLoadHarnessConfigHasTheBuiltinProviders(t *testing.T) {
 func TestLoadOverlayErrorsNameTheField(t *testing.T) {
 	for _, tt := range []struct{ name, content, want string }{
 		{"misspelt key", "build:\n  goImagez: []\n", `unknown field "goImagez"`},
-		{"bad go image", "build:\n  goImages:\n  - {image: example.com/m:dev, package: .}\n", "build.goImages[0].module: Required value"},
 		{"bad interval", "intervals:\n  default/wait-cluster: [\"4m\", \"1s\", \"1s\"]\n", "intervals[default/wait-cluster]: Invalid value: want [timeout] or [timeout, poll], got 3 values"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

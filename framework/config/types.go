@@ -1,8 +1,9 @@
 package config
 
 // The config's types, every field documented with its default: the schema
-// of config/e2e.yaml, kept in one file to read whole (docs/configuration.md
-// is its guide).
+// of config/e2e.yaml but the image factory's keys of its build section
+// (factory/buildspec has those), kept in one file to read whole
+// (docs/configuration.md is its guide).
 
 // Config is an e2e config: the harness's own config/e2e.yaml, or a
 // provider's file merged over it (see Load). The first five fields have the
@@ -42,7 +43,8 @@ type Config struct {
 	// DefaultPollInterval.
 	IntervalsByKey map[string][]string `json:"intervals,omitempty"`
 
-	// Build is everything `make images` needs.
+	// Build is the run's part of the build section: the images it uses
+	// and where they come from.
 	Build Build `json:"build"`
 
 	// path is the absolute path of the file the config was read from, or
@@ -57,7 +59,9 @@ type Config struct {
 	// overrides records the environment variables that changed build
 	// settings at load time, for messages.
 	overrides []string
-	// rawBuild is the build section as the file wrote it, for merging.
+	// rawBuild is the build section as the files wrote it (merged, its
+	// paths absolute): Build is decoded from it, and the image factory
+	// reads its own keys from it (FactoryBuild).
 	rawBuild map[string]any
 }
 
@@ -161,41 +165,26 @@ type File struct {
 	TargetName string `json:"targetName,omitempty"`
 }
 
-// Build is the `build:` section: what `make images` builds and from which
-// module versions and Debian packages. Every image is built locally; none is
-// pulled.
+// Build is the run's part of the `build:` section: the images a run uses
+// (node images, the load balancer, the CNI, Cluster API's controllers, the
+// conformance images), the releases behind them and where images may be
+// pulled from. How each image is built (Debian root file systems, kind's
+// base image, the container runtime, the modules of etcd and CoreDNS, Go
+// images) is the image factory's part of the same section, which this
+// package does not read: FactoryKeys lists its keys, and factory/buildspec
+// decodes and checks them.
 type Build struct {
-	// Debian says where root file systems come from.
-	Debian Debian `json:"debian"`
-
-	// Kind is the kind module whose images/base files make the node base
-	// image.
-	Kind Kind `json:"kind"`
-
-	// ContainerRuntime chooses where containerd, runc and the CNI plugins
-	// in the node image come from.
-	ContainerRuntime ContainerRuntime `json:"containerRuntime"`
-
-	// Crictl is sigs.k8s.io/cri-tools; its cmd/crictl goes into the base
-	// image.
-	Crictl Module `json:"crictl"`
-
-	// KubeProxyRootfs names the Debian rootfs (Debian.Rootfs[].Name) that
-	// kube-proxy images are built on: kube-proxy needs iptables/nft. If
-	// unset, "net".
-	KubeProxyRootfs string `json:"kubeProxyRootfs,omitempty"`
-
-	// KubeRouter is the CNI daemon baked into every node image and used as
-	// the workload clusters' CNI.
-	KubeRouter KubeRouter `json:"kubeRouter"`
-
-	// Kubernetes lists the Kubernetes versions to build a node image for,
-	// with the kubeadm image set of each. At least one.
+	// Kubernetes lists the Kubernetes versions that have a node image and
+	// kubeadm's image set. At least one.
 	Kubernetes []Kubernetes `json:"kubernetes"`
 
 	// LoadBalancer is the haproxy image CAPD runs in front of control
 	// planes.
 	LoadBalancer LoadBalancer `json:"loadBalancer"`
+
+	// KubeRouter is the CNI daemon baked into every node image and used as
+	// the workload clusters' CNI.
+	KubeRouter KubeRouter `json:"kubeRouter"`
 
 	// ClusterAPI is the Cluster API release whose controllers are built.
 	ClusterAPI ClusterAPI `json:"clusterAPI"`
@@ -211,12 +200,6 @@ type Build struct {
 	// CAPI_KUSTOMIZE_PATH).
 	Kustomize Module `json:"kustomize"`
 
-	// GoImages are further images compiled from Go code, typically a
-	// provider's own manager, from its module at a version or from a local
-	// directory, with the same builder as Cluster API's controllers. List
-	// them in Images too when the management cluster needs them.
-	GoImages []GoImage `json:"goImages,omitempty"`
-
 	// Registry says where images may be pulled from instead of built, and
 	// where built images are published.
 	Registry Registry `json:"registry,omitempty"`
@@ -228,47 +211,28 @@ type Build struct {
 	CloudControllerManager CloudControllerManager `json:"cloudControllerManager,omitempty"`
 }
 
+// FactoryKeys returns the keys of the `build:` section that only the image
+// factory reads, as paths under build ("kubernetes[]" stands for each
+// entry of that list). Load accepts them without reading them; a key
+// that is neither the run's (Build) nor one of these is an error.
+// factory/buildspec decodes them (see Config.FactoryBuild), and its test
+// checks that its types hold exactly these keys.
+func FactoryKeys() []string {
+	return []string{
+		"debian", "kind", "containerRuntime", "crictl", "kubeProxyRootfs", "goImages",
+		"kubeRouter.rootfs", "loadBalancer.rootfs",
+		"kubernetes[].etcd.module", "kubernetes[].etcd.version",
+		"kubernetes[].coreDNS.module", "kubernetes[].coreDNS.version",
+		"kubernetes[].pause.version", "kubernetes[].pause.source", "kubernetes[].preload",
+		"kubernetes[].conformance.rootfs", "kubernetes[].conformance.alpine",
+	}
+}
+
 // CloudControllerManager is the docker cloud-controller-manager's image.
 type CloudControllerManager struct {
 	// Image is the reference it is built as. If unset, it is not built,
 	// and DOCKER_CLOUD_PROVIDER must not be "external".
 	Image string `json:"image,omitempty"`
-}
-
-// GoImage is an image holding one Go binary.
-type GoImage struct {
-	// Image is the reference the image is tagged with, e.g.
-	// "example.com/my-provider/manager:dev". Required.
-	Image string `json:"image"`
-	// Module and Version build Package from the module proxy, in a
-	// wrapper module that applies the module's own replace directives.
-	// Set both, or set Dir instead.
-	Module  string `json:"module,omitempty"`
-	Version string `json:"version,omitempty"`
-	// Dir builds Package in a local directory, inside its main module
-	// (go.mod at or above it), as `go build` run there would: the code
-	// under test from a working tree. Relative to the config file that
-	// declares it. The image is content-addressed on the files of every
-	// package of that directory's modules the binary depends on, so an
-	// unchanged tree is not rebuilt.
-	Dir string `json:"dir,omitempty"`
-	// Package is the main package: an import path, or with Dir a path
-	// relative to Dir such as "." or "./cmd/manager". Required.
-	Package string `json:"package"`
-	// LDFlags are extra linker flags, e.g. "-X 'example.com/p/version.gitVersion=v0.3.99'".
-	LDFlags []string `json:"ldflags,omitempty"`
-	// Tags are build tags.
-	Tags []string `json:"tags,omitempty"`
-	// CGO enables cgo; if false, a static binary.
-	CGO bool `json:"cgo,omitempty"`
-	// Rootfs names a build.debian.rootfs to build on; if unset, scratch
-	// plus /tmp, /etc/passwd, /etc/group (as distroless/static).
-	Rootfs string `json:"rootfs,omitempty"`
-	// Binary is the binary's path in the image and the entrypoint; if
-	// unset, "/manager".
-	Binary string `json:"binary,omitempty"`
-	// User runs the entrypoint, e.g. "65532"; if unset, root.
-	User string `json:"user,omitempty"`
 }
 
 // Image source policies (Registry.Policy).
@@ -322,84 +286,19 @@ type Module struct {
 // String returns "module@version".
 func (m Module) String() string { return m.Path + "@" + m.Version }
 
-// Debian says where root file systems come from.
-type Debian struct {
-	// Suite is the Debian release, e.g. "trixie". Required.
-	Suite string `json:"suite"`
-	// Mirror is the archive URL, e.g. "http://deb.debian.org/debian".
-	// Required. A mirror's packages change under the same suite; point it
-	// at a snapshot to make rootfs builds reproducible.
-	Mirror string `json:"mirror"`
-	// Variant is debootstrap's --variant; if unset, "minbase".
-	Variant string `json:"variant,omitempty"`
-	// Rootfs lists the root file systems to build, each an image. At least
-	// one; names must be unique.
-	Rootfs []Rootfs `json:"rootfs"`
-}
-
-// Rootfs is a Debian root file system built with debootstrap and stored as
-// an image, for other images to build on.
-type Rootfs struct {
-	// Name is how other build entries refer to it, e.g. "node". Required.
-	Name string `json:"name"`
-	// Image is the image reference it is stored as. Required.
-	Image string `json:"image"`
-	// Packages are installed on top of the variant (debootstrap --include).
-	Packages []string `json:"packages,omitempty"`
-}
-
-// Kind is the kind module and the base image built from its images/base.
-type Kind struct {
-	// Module defaults to "sigs.k8s.io/kind"; Version (e.g. "v0.33.0") is
-	// required.
-	Module
-	// BaseImage is the reference of the base image. Required.
-	BaseImage string `json:"baseImage"`
-	// Rootfs names the Debian rootfs the base image is built on. If unset,
-	// "node".
-	Rootfs string `json:"rootfs,omitempty"`
-}
-
-// Container runtime sources (ContainerRuntime.Source).
-const (
-	// RuntimeFromDebian takes containerd, runc and the CNI plugins from the
-	// Debian rootfs (packages containerd, runc, containernetworking-plugins).
-	RuntimeFromDebian = "debian"
-	// RuntimeFromModules builds them from the modules in ContainerRuntime.
-	RuntimeFromModules = "modules"
-)
-
-// ContainerRuntime chooses where containerd, runc and the CNI plugins come
-// from.
-type ContainerRuntime struct {
-	// Source is "debian" or "modules". If unset, "debian" (verified to
-	// work with trixie's containerd 1.7 and runc 1.1).
-	Source string `json:"source,omitempty"`
-	// Containerd is used when Source is "modules"; module defaults to
-	// "github.com/containerd/containerd/v2".
-	Containerd Module `json:"containerd"`
-	// Runc is used when Source is "modules"; module defaults to
-	// "github.com/opencontainers/runc".
-	Runc Module `json:"runc"`
-	// CNIPlugins is used when Source is "modules"; module defaults to
-	// "github.com/containernetworking/plugins".
-	CNIPlugins Module `json:"cniPlugins"`
-}
-
 // KubeRouter is the CNI daemon.
 type KubeRouter struct {
 	// Module defaults to "github.com/cloudnativelabs/kube-router/v2";
-	// Version (e.g. "v2.1.0") is required.
+	// Version (e.g. "v2.1.0") is required. Its manifest is the workload
+	// clusters' CNI.
 	Module
 	// Image is the reference the daemon image is tagged with and that the
 	// rendered CNI manifest pins. Required.
 	Image string `json:"image"`
-	// Rootfs names the Debian rootfs it is built on (it needs iptables and
-	// ipset). If unset, "net".
-	Rootfs string `json:"rootfs,omitempty"`
 }
 
-// Kubernetes is one Kubernetes version and its kubeadm image set.
+// Kubernetes is one Kubernetes version and the images kubeadm deploys
+// for it.
 type Kubernetes struct {
 	// Version is the k8s.io/kubernetes module version, e.g. "v1.36.3".
 	// Required and unique.
@@ -411,18 +310,12 @@ type Kubernetes struct {
 	// kube-controller-manager, kube-scheduler and kube-proxy images that
 	// kubeadm expects. If unset, "registry.k8s.io".
 	ImageRepository string `json:"imageRepository,omitempty"`
-	// Etcd is the etcd kubeadm deploys for this version; module defaults
-	// to "go.etcd.io/etcd/server/v3".
+	// Etcd is the etcd kubeadm deploys for this version.
 	Etcd ComponentImage `json:"etcd"`
-	// CoreDNS is the CoreDNS kubeadm deploys; module defaults to
-	// "github.com/coredns/coredns".
+	// CoreDNS is the CoreDNS kubeadm deploys.
 	CoreDNS ComponentImage `json:"coreDNS"`
 	// Pause is the sandbox image.
-	Pause Pause `json:"pause"`
-	// Preload bakes components of other versions into this node image, so
-	// that an upgrade away from this version can run them on nodes not yet
-	// upgraded (CoreDNS is rolled out before the workers are).
-	Preload []Preload `json:"preload,omitempty"`
+	Pause ComponentImage `json:"pause"`
 	// Conformance is this version's conformance suite: its image and the
 	// e2e test images its tests run. Only a spec that runs conformance at
 	// this version needs it; without it, none can.
@@ -437,92 +330,22 @@ type Conformance struct {
 	// Image is the conformance image. If unset,
 	// "<imageRepository>/conformance:<version>", upstream's name for it.
 	Image string `json:"image,omitempty"`
-	// Rootfs names the Debian rootfs the conformance image and the test
-	// images are built on: it needs the tools the tests exec in their
-	// pods (bash, curl, dig, nc, nginx, ...). Required.
-	Rootfs string `json:"rootfs"`
 	// TestImageRepository is where the test images live, as the
 	// version's test/utils/image/manifest.go names it. If unset,
 	// "registry.k8s.io/e2e-test-images".
 	TestImageRepository string `json:"testImageRepository,omitempty"`
 	// TestImages are the test images the conformance tests run,
-	// "<name>:<tag>" as in manifest.go (e.g. "agnhost:2.66.1"); each name
-	// must be one of TestImageNames. The build checks every tag against
-	// manifest.go. At least one.
+	// "<name>:<tag>" as in manifest.go (e.g. "agnhost:2.66.1"). At least
+	// one.
 	TestImages []string `json:"testImages"`
-	// Alpine is the module that holds Alpine Linux's minirootfs, as
-	// Alpine's docker-alpine repository lays it out
-	// (<arch>/alpine-minirootfs-<release>-<arch>.tar.gz, listed in
-	// checksums.sha512); the module proxy serves it at a pseudo-version
-	// of a release commit. kitten and nautilus are agnhost on it, as
-	// upstream's are: the ImageVolume test reads Alpine's os-release
-	// from kitten. Required when TestImages lists either; the module
-	// path defaults to github.com/alpinelinux/docker-alpine.
-	Alpine Module `json:"alpine,omitzero"`
 }
 
-// The e2e test images the image factory knows how to build (see
-// factory/testimages).
-const (
-	TestImageAgnhost         = "agnhost"
-	TestImageBusyBox         = "busybox"
-	TestImageGlibcDNSTesting = "glibc-dns-testing"
-	TestImageNginx           = "nginx"
-	TestImageKitten          = "kitten"
-	TestImageNautilus        = "nautilus"
-	TestImageNonewprivs      = "nonewprivs"
-	TestImageNonRoot         = "nonroot"
-	TestImageSampleAPIServer = "sample-apiserver"
-)
-
-// TestImageNames lists the e2e test images the factory builds.
-var TestImageNames = []string{
-	TestImageAgnhost, TestImageBusyBox, TestImageGlibcDNSTesting, TestImageNginx, TestImageKitten,
-	TestImageNautilus, TestImageNonewprivs, TestImageNonRoot, TestImageSampleAPIServer,
-}
-
-// ComponentImage is an image built from a Go module.
+// ComponentImage is an image kubeadm deploys beside the Kubernetes
+// components: etcd, CoreDNS, pause.
 type ComponentImage struct {
-	// Module is the module path (each use gives its default) and Version
-	// its version, e.g. "v3.6.8". Version is required.
-	Module
 	// Image is the reference kubeadm expects, e.g.
-	// "registry.k8s.io/etcd:3.6.8-0". Required; its tag must contain the
-	// version without the leading "v".
+	// "registry.k8s.io/etcd:3.6.8-0". Required.
 	Image string `json:"image"`
-}
-
-// Pause is the pause (sandbox) image, compiled from pause.c.
-type Pause struct {
-	// Version is the pause version, e.g. "3.10.2". Required.
-	Version string `json:"version"`
-	// Image is the reference, e.g. "registry.k8s.io/pause:3.10.2".
-	// Required; its tag must be Version.
-	Image string `json:"image"`
-	// Source is the k8s.io/kubernetes version whose
-	// build/pause/linux/pause.c is compiled. If unset, the version of the
-	// Kubernetes entry. Entries sharing a pause image must agree on it, as
-	// one image cannot be built from two sources.
-	Source string `json:"source,omitempty"`
-}
-
-// Components that Preload can name.
-const (
-	ComponentEtcd    = "etcd"
-	ComponentCoreDNS = "coredns"
-	ComponentPause   = "pause"
-	// ComponentKubeProxy is the other version's kube-proxy: during an
-	// upgrade, the new kube-proxy DaemonSet runs on workers that still use
-	// the old node image.
-	ComponentKubeProxy = "kube-proxy"
-)
-
-// Preload names components of another Kubernetes entry to bake in.
-type Preload struct {
-	// From is the Version of another build.kubernetes entry. Required.
-	From string `json:"from"`
-	// Components are "etcd", "coredns" and/or "pause". At least one.
-	Components []string `json:"components"`
 }
 
 // LoadBalancer is CAPD's haproxy image.
@@ -530,9 +353,6 @@ type LoadBalancer struct {
 	// Image is the reference CAPD runs. Required; CAPD v1.14.2 defaults to
 	// "kindest/haproxy:v20230606-42a2262b".
 	Image string `json:"image"`
-	// Rootfs names the Debian rootfs (with the haproxy package) it is
-	// built on. If unset, "haproxy".
-	Rootfs string `json:"rootfs,omitempty"`
 }
 
 // ClusterAPI is the Cluster API whose controllers are built: a release

@@ -17,16 +17,21 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// errs collects the config's problems as field errors (apimachinery's
+// Errors collects the config's problems as field errors (apimachinery's
 // field.Error), each naming the field by its YAML path, e.g.
-// "build.kubernetes[1].etcd.version".
-type errs field.ErrorList
+// "build.kubernetes[1].etcd.image". The image factory checks its part of
+// the build section (factory/buildspec) with it too, so that both parts
+// report problems alike.
+type Errors field.ErrorList
 
-func (e *errs) add(path, format string, args ...any) {
+// Add records that the field at path is invalid, saying why.
+func (e *Errors) Add(path, format string, args ...any) {
 	*e = append(*e, field.Invalid(field.NewPath(path), field.OmitValueType{}, fmt.Sprintf(format, args...)))
 }
 
-func (e *errs) required(path, value string) bool {
+// Required records that the field at path is required when value is
+// blank, and reports whether it is set.
+func (e *Errors) Required(path, value string) bool {
 	if strings.TrimSpace(value) == "" {
 		*e = append(*e, field.Required(field.NewPath(path), ""))
 		return false
@@ -34,8 +39,8 @@ func (e *errs) required(path, value string) bool {
 	return true
 }
 
-// err returns the problems one per line, or nil.
-func (e errs) err() error {
+// Err returns the problems one per line, or nil.
+func (e Errors) Err() error {
 	list := make([]error, len(e))
 	for i, fe := range e {
 		list[i] = fe
@@ -46,17 +51,18 @@ func (e errs) err() error {
 // nameRE is what kind and Docker accept as a cluster name.
 var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
-// version checks v is a whole semantic version with the leading "v" Go
+// Version checks v is a whole semantic version with the leading "v" Go
 // modules use: v1.2.3, v1.2.3-rc.1 (not semver's shorthand v1.2).
-func (e *errs) version(path, v string) {
-	if e.required(path, v) && (!semver.IsValid(v) || semver.Canonical(v) != strings.TrimSuffix(v, semver.Build(v))) {
-		e.add(path, "%q is not a semantic version such as v1.2.3", v)
+func (e *Errors) Version(path, v string) {
+	if e.Required(path, v) && (!semver.IsValid(v) || semver.Canonical(v) != strings.TrimSuffix(v, semver.Build(v))) {
+		e.Add(path, "%q is not a semantic version such as v1.2.3", v)
 	}
 }
 
-func (e *errs) ref(path, ref string) {
-	if _, ok := tag(ref); e.required(path, ref) && !ok {
-		e.add(path, "%q is not an image reference with a tag, such as registry.k8s.io/pause:3.10.2", ref)
+// Ref checks ref is an image reference that names a tag.
+func (e *Errors) Ref(path, ref string) {
+	if _, ok := tag(ref); e.Required(path, ref) && !ok {
+		e.Add(path, "%q is not an image reference with a tag, such as registry.k8s.io/pause:3.10.2", ref)
 	}
 }
 
@@ -71,8 +77,9 @@ func tag(ref string) (string, bool) {
 	return t.TagStr(), true
 }
 
-// tagOf is tag without the second result: "" when ref names no tag.
-func tagOf(ref string) string {
+// ImageTag returns the tag an image reference names, or "" when it names
+// none.
+func ImageTag(ref string) string {
 	t, _ := tag(ref)
 	return t
 }
@@ -84,50 +91,51 @@ func tagOf(ref string) string {
 // Release markers and http(s) sources are checked for form only, offline:
 // package sources resolves and fetches them. Beyond upstream's checks it
 // cross-checks the sections: variables must name built Kubernetes versions
-// and their etcd/CoreDNS tags, every controller image must be loaded into
-// the management cluster, and image references must not collide.
+// and their etcd/CoreDNS tags, and every controller image must be loaded
+// into the management cluster. The factory's part of the build section is
+// checked by factory/buildspec.
 func (c *Config) Validate() error {
-	var e errs
-	if e.required("managementClusterName", c.ManagementClusterName) && !nameRE.MatchString(c.ManagementClusterName) {
-		e.add("managementClusterName", "%q must be lower-case letters, digits and '-'", c.ManagementClusterName)
+	var e Errors
+	if e.Required("managementClusterName", c.ManagementClusterName) && !nameRE.MatchString(c.ManagementClusterName) {
+		e.Add("managementClusterName", "%q must be lower-case letters, digits and '-'", c.ManagementClusterName)
 	}
 	for i, img := range c.Images {
 		f := fmt.Sprintf("images[%d]", i)
-		e.ref(f+".name", img.Name)
+		e.Ref(f+".name", img.Name)
 		if img.LoadBehavior != MustLoad && img.LoadBehavior != TryLoad {
-			e.add(f+".loadBehavior", "%q is not %s or %s", img.LoadBehavior, MustLoad, TryLoad)
+			e.Add(f+".loadBehavior", "%q is not %s or %s", img.LoadBehavior, MustLoad, TryLoad)
 		}
 	}
 	c.validateProviders(&e)
 	c.validateIntervals(&e)
 	c.Build.validate(&e)
 	c.validateCrossChecks(&e)
-	return e.err()
+	return e.Err()
 }
 
-func (c *Config) validateProviders(e *errs) {
+func (c *Config) validateProviders(e *Errors) {
 	byType := map[string][]string{}
 	for i, p := range c.Providers {
 		f := fmt.Sprintf("providers[%d]", i)
-		e.required(f+".name", p.Name)
+		e.Required(f+".name", p.Name)
 		switch p.Type {
 		case CoreProvider, BootstrapProvider, ControlPlaneProvider, InfrastructureProvider,
 			IPAMProvider, RuntimeExtensionProvider, AddonProvider:
 			byType[p.Type] = append(byType[p.Type], p.Name)
 		case "":
-			e.add(f+".type", "required")
+			e.Add(f+".type", "required")
 		default:
-			e.add(f+".type", "%q is not a clusterctl provider type", p.Type)
+			e.Add(f+".type", "%q is not a clusterctl provider type", p.Type)
 		}
 		if len(p.Versions) == 0 {
-			e.add(f+".versions", "at least one version is required")
+			e.Add(f+".versions", "at least one version is required")
 		}
 		for j, v := range p.Versions {
 			vf := fmt.Sprintf("%s.versions[%d]", f, j)
 			validateVersionSource(e, vf, v)
 			for k, r := range v.Replacements {
 				if _, err := regexp.Compile(r.Old); err != nil {
-					e.add(fmt.Sprintf("%s.replacements[%d].old", vf, k), "%v", err)
+					e.Add(fmt.Sprintf("%s.replacements[%d].old", vf, k), "%v", err)
 				}
 			}
 			validateFiles(e, vf+".files", v.Files)
@@ -139,9 +147,9 @@ func (c *Config) validateProviders(e *errs) {
 	named := func(typ, name string) {
 		switch names := byType[typ]; {
 		case len(names) > 1:
-			e.add("providers", "at most one %s, found %d", typ, len(names))
+			e.Add("providers", "at most one %s, found %d", typ, len(names))
 		case len(names) == 1 && names[0] != name:
-			e.add("providers", "the %s must be named %q, not %q", typ, name, names[0])
+			e.Add("providers", "the %s must be named %q, not %q", typ, name, names[0])
 		}
 	}
 	named(CoreProvider, "cluster-api")
@@ -152,22 +160,22 @@ func (c *Config) validateProviders(e *errs) {
 // validateVersionSource checks a provider version's name, value and type.
 // A release marker and an http(s) value are checked for form only: the
 // sources package resolves and fetches them, before setup creates anything.
-func validateVersionSource(e *errs, vf string, v ProviderVersion) {
+func validateVersionSource(e *Errors, vf string, v ProviderVersion) {
 	marker := IsReleaseMarker(v.Name)
 	switch {
 	case !marker:
-		e.version(vf+".name", v.Name)
+		e.Version(vf+".name", v.Name)
 	case v.Type != URLSource:
-		e.add(vf+".name", "release marker %q needs type %s (upstream resolves markers of url sources only), not %q", v.Name, URLSource, v.Type)
+		e.Add(vf+".name", "release marker %q needs type %s (upstream resolves markers of url sources only), not %q", v.Name, URLSource, v.Type)
 	default:
 		if _, err := ParseReleaseMarker(v.Name); err != nil {
-			e.add(vf+".name", "%v", err)
+			e.Add(vf+".name", "%v", err)
 		}
 	}
 	if v.Type != URLSource && v.Type != KustomizeSource {
-		e.add(vf+".type", "%q is not %s or %s", v.Type, URLSource, KustomizeSource)
+		e.Add(vf+".type", "%q is not %s or %s", v.Type, URLSource, KustomizeSource)
 	}
-	if !e.required(vf+".value", v.Value) {
+	if !e.Required(vf+".value", v.Value) {
 		return
 	}
 	value := v.Value
@@ -176,13 +184,13 @@ func validateVersionSource(e *errs, vf string, v ProviderVersion) {
 		value = strings.ReplaceAll(value, v.Name, "v0.0.0")
 	}
 	if strings.Contains(value, "{go://") {
-		e.add(vf+".value", "%q holds a release marker that is not the version's name %q: only the name's marker is replaced", v.Value, v.Name)
+		e.Add(vf+".value", "%q holds a release marker that is not the version's name %q: only the name's marker is replaced", v.Value, v.Name)
 	}
 	if IsNetworkSource(value) {
 		if v.Type != URLSource {
-			e.add(vf+".value", "%q: a remote kustomization is fetched by kustomize itself, which setup cannot check up front; use type %s with a components file, or a local kustomization root", v.Value, URLSource)
+			e.Add(vf+".value", "%q: a remote kustomization is fetched by kustomize itself, which setup cannot check up front; use type %s with a components file, or a local kustomization root", v.Value, URLSource)
 		} else if u, err := url.Parse(value); err != nil || u.Host == "" {
-			e.add(vf+".value", "%q is not an http(s) URL with a host", v.Value)
+			e.Add(vf+".value", "%q is not an http(s) URL with a host", v.Value)
 		}
 	}
 }
@@ -242,21 +250,21 @@ func (m ReleaseMarker) String() string {
 	return "{go://" + m.Module + "@" + latest + m.Series + "}"
 }
 
-func validateFiles(e *errs, field string, files []File) {
+func validateFiles(e *Errors, field string, files []File) {
 	for i, f := range files {
-		e.required(fmt.Sprintf("%s[%d].sourcePath", field, i), f.SourcePath)
+		e.Required(fmt.Sprintf("%s[%d].sourcePath", field, i), f.SourcePath)
 	}
 }
 
-func (c *Config) validateIntervals(e *errs) {
+func (c *Config) validateIntervals(e *Errors) {
 	for _, k := range slices.Sorted(maps.Keys(c.IntervalsByKey)) {
 		f := fmt.Sprintf("intervals[%s]", k)
 		spec, key, ok := strings.Cut(k, "/")
 		if !ok || spec == "" || key == "" || strings.Contains(key, "/") {
-			e.add(f, "key must be <spec>/<key>, e.g. default/wait-cluster")
+			e.Add(f, "key must be <spec>/<key>, e.g. default/wait-cluster")
 		}
 		if _, _, err := parseInterval(c.IntervalsByKey[k]); err != nil {
-			e.add(f, "%v", err)
+			e.Add(f, "%v", err)
 		}
 	}
 }
@@ -312,7 +320,7 @@ const (
 
 // validateCrossChecks checks that sections agree, with the variables as
 // the specs will read them: the environment overrides the file.
-func (c *Config) validateCrossChecks(e *errs) {
+func (c *Config) validateCrossChecks(e *Errors) {
 	field := func(name string) string {
 		if _, ok := os.LookupEnv(name); ok {
 			return "variables." + name + " (environment)"
@@ -325,32 +333,32 @@ func (c *Config) validateCrossChecks(e *errs) {
 			continue // whether a spec needs it is for the suite to say
 		}
 		if _, err := c.Build.KubernetesVersion(v); err != nil {
-			e.add(field(name), "%q has no build.kubernetes entry (have %s): no node image would exist for it, and CAPD would try to pull one",
+			e.Add(field(name), "%q has no build.kubernetes entry (have %s): no node image would exist for it, and CAPD would try to pull one",
 				v, strings.Join(c.Build.KubernetesVersions(), ", "))
 		}
 	}
 	toVersion, _ := c.LookupVariable(VarKubernetesVersionUpgradeTo)
 	if to, err := c.Build.KubernetesVersion(toVersion); err == nil {
-		if v, ok := c.LookupVariable(VarEtcdVersionUpgradeTo); ok && v != tagOf(to.Etcd.Image) {
-			e.add(field(VarEtcdVersionUpgradeTo), "%q is not the etcd tag %q of %s", v, tagOf(to.Etcd.Image), to.Version)
+		if v, ok := c.LookupVariable(VarEtcdVersionUpgradeTo); ok && v != ImageTag(to.Etcd.Image) {
+			e.Add(field(VarEtcdVersionUpgradeTo), "%q is not the etcd tag %q of %s", v, ImageTag(to.Etcd.Image), to.Version)
 		}
-		if v, ok := c.LookupVariable(VarCoreDNSVersionUpgradeTo); ok && v != tagOf(to.CoreDNS.Image) {
-			e.add(field(VarCoreDNSVersionUpgradeTo), "%q is not the CoreDNS tag %q of %s", v, tagOf(to.CoreDNS.Image), to.Version)
+		if v, ok := c.LookupVariable(VarCoreDNSVersionUpgradeTo); ok && v != ImageTag(to.CoreDNS.Image) {
+			e.Add(field(VarCoreDNSVersionUpgradeTo), "%q is not the CoreDNS tag %q of %s", v, ImageTag(to.CoreDNS.Image), to.Version)
 		}
 	}
 	if v, ok := c.LookupVariable(VarCloudProvider); ok && v != "" && v != "external" {
-		e.add(field(VarCloudProvider), "%q is not \"external\" (the docker cloud-controller-manager) or \"\" (none: CAPD initialises Nodes)", v)
+		e.Add(field(VarCloudProvider), "%q is not \"external\" (the docker cloud-controller-manager) or \"\" (none: CAPD initialises Nodes)", v)
 	}
 	if v, ok := c.LookupVariable(VarStartupProbes); ok && v != "true" && v != "false" {
-		e.add(field(VarStartupProbes), "%q is not \"true\" (add a startup probe to the providers' controllers) or \"false\" (as shipped)", v)
+		e.Add(field(VarStartupProbes), "%q is not \"true\" (add a startup probe to the providers' controllers) or \"false\" (as shipped)", v)
 	}
 	if c.CloudProviderExternal() && c.Build.CloudControllerManager.Image == "" {
-		e.add("build.cloudControllerManager.image", "required: %s is \"external\"", VarCloudProvider)
+		e.Add("build.cloudControllerManager.image", "required: %s is \"external\"", VarCloudProvider)
 	}
 	for _, name := range []string{VarCNI, VarKubetestConfiguration} {
 		if v, ok := c.LookupVariable(name); ok && v != "" {
 			if st, err := os.Stat(c.ResolvePath(v)); err != nil || st.IsDir() {
-				e.add(field(name), "%q is not a file", v)
+				e.Add(field(name), "%q is not a file", v)
 			}
 		}
 	}

@@ -3,6 +3,10 @@ package layout
 import (
 	"bufio"
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,6 +136,50 @@ func TestKeptDependsOnTheStandardLibraryAlone(t *testing.T) {
 			if strings.Contains(strings.SplitN(d, "/", 2)[0], ".") {
 				t.Errorf("%s imports %s: framework/kept is standard library only", pkg, d)
 			}
+		}
+	}
+}
+
+// declared returns the exported names declared at the top level of the
+// package in dir (tests excluded).
+func declared(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	pkgs, err := parser.ParseDir(token.NewFileSet(), dir, func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			for name, obj := range f.Scope.Objects {
+				if ast.IsExported(name) && obj.Kind != ast.Bad {
+					out[name] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestProviderConfigHoldsNoFactoryModel: how images are built (Debian,
+// kind's base image, the container runtime, preloads, Go images) is
+// declared in factory/buildspec only; framework/config, which every
+// provider's suite imports, declares none of it. The types the factory
+// extends (it embeds the run's view of them) are the only shared names.
+func TestProviderConfigHoldsNoFactoryModel(t *testing.T) {
+	root := repoRoot(t)
+	factory := declared(t, filepath.Join(root, "factory", "buildspec"))
+	run := declared(t, filepath.Join(root, "framework", "config"))
+	extends := map[string]bool{"Build": true, "Kubernetes": true, "KubeRouter": true, "LoadBalancer": true,
+		"ComponentImage": true, "Conformance": true, "Load": true}
+	for _, name := range []string{"Debian", "Rootfs", "Kind", "ContainerRuntime", "Preload", "GoImage"} {
+		if !factory[name] {
+			t.Errorf("factory/buildspec declares no %s: update this test", name)
+		}
+	}
+	for name := range factory {
+		if run[name] && !extends[name] {
+			t.Errorf("framework/config declares %s, which is the image factory's (factory/buildspec)", name)
 		}
 	}
 }
