@@ -9,6 +9,11 @@ REPO_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO_ROOT"
 GUIDE=${GUIDE:-docs/explore.md}
 export NAME=${NAME:-explore}
+# A step must fail when a command in it does: nothing may swallow a status.
+if grep -nE '\|\|[[:space:]]*(true|:)([[:space:];)]|$)' "$GUIDE" >&2; then
+  echo "explore-guide: $GUIDE hides a command's failure (the lines above): a failed kubectl would read as success" >&2
+  exit 1
+fi
 [[ -s _explore/$NAME/env.json ]] || { echo "explore-guide: no environment \"$NAME\" is up (make up NAME=$NAME)" >&2; exit 1; }
 
 script=$(mktemp)
