@@ -140,7 +140,6 @@ func TestValidateNamesTheField(t *testing.T) {
 	}
 }
 
-
 func TestDefaults(t *testing.T) {
 	// The factory's keys of the smallest config, over the run's.
 	cfg, err := config.LoadWithBase("testdata/minimal.yaml", "../../framework/config/testdata/minimal.yaml")
