@@ -12,7 +12,6 @@ package buildspec
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"sigs.k8s.io/yaml"
 
@@ -129,19 +128,19 @@ func setIfEmpty(s *string, def string) {
 	}
 }
 
-// KubernetesVersion returns the build.kubernetes entry for version; the
-// leading "v" may be omitted.
+// KubernetesVersion returns the build.kubernetes entry for version, found
+// as the run's view finds it (the leading "v" may be omitted).
 func (b *Build) KubernetesVersion(version string) (*Kubernetes, error) {
-	if _, err := b.Build.KubernetesVersion(version); err != nil {
+	run, err := b.Build.KubernetesVersion(version)
+	if err != nil {
 		return nil, err
 	}
-	v := "v" + strings.TrimPrefix(version, "v")
 	for i := range b.Kubernetes {
-		if b.Kubernetes[i].Version == v {
+		if b.Kubernetes[i].Kubernetes == run {
 			return &b.Kubernetes[i], nil
 		}
 	}
-	return nil, fmt.Errorf("build.kubernetes: no entry for version %q", version)
+	return nil, fmt.Errorf("build.kubernetes: the entry for version %q is not joined to the factory's", version)
 }
 
 // LoadFile is config.Load of the config file at path followed by Load.
