@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -180,18 +181,20 @@ func Check(ctx context.Context, rt Lister, sel Selector) (Report, error) {
 }
 
 // isKindNodeVolume reports whether v is the /var volume kind's Podman
-// provider made for a node of kind cluster c.
+// provider made for a node of kind cluster c: labelled with the node's
+// name, which kind makes "<cluster>-<role><n>" (control-plane or worker;
+// n empty for the first, then 2, 3, ...). The name must match whole: a
+// cluster "c-worker" has a node "c-worker-control-plane".
 func isKindNodeVolume(v runtime.Volume, c string) bool {
 	for k, val := range v.Labels {
-		if val != "true" {
-			continue
-		}
-		if rest, ok := strings.CutPrefix(k, c+"-"); ok && (strings.HasPrefix(rest, "control-plane") || strings.HasPrefix(rest, "worker")) {
+		if rest, ok := strings.CutPrefix(k, c+"-"); ok && val == "true" && kindNodeRole.MatchString(rest) {
 			return true
 		}
 	}
 	return false
 }
+
+var kindNodeRole = regexp.MustCompile(`^(control-plane|worker)([2-9]|[1-9][0-9]+)?$`)
 
 // Remove deletes everything the report lists: containers first (with their
 // anonymous volumes), then networks, then volumes. It tries every object

@@ -59,13 +59,16 @@ func TestCheckNeedsASelector(t *testing.T) {
 }
 
 // kind's Podman provider gives each node a named /var volume labelled
-// "<node>=true": a killed run's must be found through its cluster.
+// "<node>=true": a killed run's must be found through its cluster, and
+// only its own: cluster "capd-e2e-abc-worker" has a node
+// "capd-e2e-abc-worker-control-plane", which starts like abc's workers.
 func TestCheckFindsKindPodmanNodeVolumes(t *testing.T) {
 	ctx := context.Background()
 	f := fake.New()
 	for name, node := range map[string]string{
 		"v-cp": "capd-e2e-abc-control-plane", "v-w2": "capd-e2e-abc-worker2",
 		"v-other": "capd-e2e-abcd-control-plane", "v-lb": "capd-e2e-abc-external-load-balancer",
+		"v-nested": "capd-e2e-abc-worker-control-plane", "v-nested-w": "capd-e2e-abc-control-plane-x-worker3",
 	} {
 		if err := f.CreateVolume(ctx, name, map[string]string{node: "true"}); err != nil {
 			t.Fatal(err)
