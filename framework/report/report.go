@@ -367,16 +367,19 @@ func write(in Input, want map[string]bool) error {
 // removes the reserve and tries once more.
 func writeFile(dir, name string, data []byte) error {
 	p := filepath.Join(dir, name)
-	err := os.WriteFile(p, data, 0o644)
+	err := osWriteFile(p, data, 0o644)
 	if err != nil && errors.Is(err, syscall.ENOSPC) {
-		_ = os.Remove(p) // a partial file
+		_ = os.Remove(p) // a partial file, or none: the retry below says which
 		if rerr := os.Remove(filepath.Join(dir, ReserveFile)); rerr == nil {
-			err = os.WriteFile(p, data, 0o644)
+			err = osWriteFile(p, data, 0o644)
 		}
 	}
 	if err != nil {
-		_ = os.Remove(p)
+		_ = os.Remove(p) // what a failed write left is no report; the error says why
 		return fmt.Errorf("write %s: %w", p, err)
 	}
 	return nil
 }
+
+// osWriteFile is os.WriteFile; the unit tests fill the disk through it.
+var osWriteFile = os.WriteFile

@@ -3,9 +3,11 @@ package report
 import (
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -247,5 +249,59 @@ func TestStageFailureNamesTheStage(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, HTMLFile)); err != nil {
 		t.Errorf("WriteMissing did not write the missing report.html: %v", err)
+	}
+}
+
+// fullDisk makes osWriteFile fail with ENOSPC, leaving half the data
+// behind as a full disk does, while the reserve file exists in dir.
+func fullDisk(t *testing.T, dir string) {
+	t.Helper()
+	real := osWriteFile
+	t.Cleanup(func() { osWriteFile = real })
+	osWriteFile = func(name string, data []byte, perm os.FileMode) error {
+		if _, err := os.Stat(filepath.Join(dir, ReserveFile)); err == nil {
+			if err := real(name, data[:len(data)/2], perm); err != nil {
+				return err
+			}
+			return &os.PathError{Op: "write", Path: name, Err: syscall.ENOSPC}
+		}
+		return real(name, data, perm)
+	}
+}
+
+func TestWriteFreesTheReserveWhenTheDiskIsFull(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, ReserveFile), make([]byte, 1024), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fullDisk(t, dir)
+	data := []byte("<testsuites></testsuites>\n")
+	if err := writeFile(dir, "junit.xml", data); err != nil {
+		t.Fatalf("with a reserve to free: %v", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "junit.xml")); err != nil || string(got) != string(data) {
+		t.Errorf("junit.xml = %q, %v; want it whole", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ReserveFile)); !os.IsNotExist(err) {
+		t.Errorf("the reserve is still there (%v): nothing was freed", err)
+	}
+}
+
+func TestWriteWithoutAReserveReportsTheFullDisk(t *testing.T) {
+	dir := t.TempDir()
+	real := osWriteFile
+	t.Cleanup(func() { osWriteFile = real })
+	osWriteFile = func(name string, data []byte, perm os.FileMode) error {
+		if err := real(name, data[:1], perm); err != nil {
+			return err
+		}
+		return &os.PathError{Op: "write", Path: name, Err: syscall.ENOSPC}
+	}
+	err := writeFile(dir, "metadata.json", []byte("{}\n"))
+	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "metadata.json") {
+		t.Errorf("error = %v; want ENOSPC naming metadata.json", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "metadata.json")); !os.IsNotExist(err) {
+		t.Errorf("a partial metadata.json was left (%v)", err)
 	}
 }
