@@ -37,15 +37,33 @@ func JUnit(rep types.Report, run Run) ([]byte, error) {
 	if err := xml.Unmarshal(data, &suites); err != nil {
 		return nil, fmt.Errorf("read Ginkgo's JUnit report: %w", err)
 	}
-	if len(suites.TestSuites) != 1 || len(suites.TestSuites[0].TestCases) != len(rep.SpecReports) {
-		return nil, fmt.Errorf("ginkgo's JUnit report has %d suites, not one with a test case per spec report (%d)", len(suites.TestSuites), len(rep.SpecReports))
+	enrich(&suites, rep, run)
+	var b bytes.Buffer
+	b.WriteString(xml.Header)
+	enc := xml.NewEncoder(&b)
+	enc.Indent("", "  ")
+	if err := enc.Encode(suites); err != nil {
+		return nil, err
 	}
-	suite := &suites.TestSuites[0]
+	b.WriteString("\n")
+	return b.Bytes(), nil
+}
+
+// enrich puts each failed spec's failure text into its own test case,
+// found by the name Ginkgo gives it ("[It] <full text> [labels]"), so
+// that a test case Ginkgo renders differently, or not at all, leaves the
+// others enriched.
+func enrich(suites *reporters.JUnitTestSuites, rep types.Report, run Run) {
+	used := map[*reporters.JUnitTestCase]bool{}
 	for _, s := range run.Specs {
-		if !s.Failed {
+		if !s.Failed || s.index >= len(rep.SpecReports) {
 			continue
 		}
-		tc := &suite.TestCases[s.index]
+		suite, tc := testCaseOf(suites, rep.SpecReports[s.index], s.index, used)
+		if tc == nil {
+			continue // Ginkgo's own text stays
+		}
+		used[tc] = true
 		if tc.Error != nil {
 			tc.Failure = &reporters.JUnitFailure{Message: tc.Error.Message, Type: tc.Error.Type, Description: tc.Error.Description}
 			tc.Error = nil
@@ -60,13 +78,29 @@ func JUnit(rep types.Report, run Run) ([]byte, error) {
 		tc.Failure.Message = "[" + s.failingPhase() + "] " + tc.Failure.Message
 		tc.Failure.Description = s.Text + "\n" + strings.Repeat("-", 72) + "\n" + tc.Failure.Description
 	}
-	var b bytes.Buffer
-	b.WriteString(xml.Header)
-	enc := xml.NewEncoder(&b)
-	enc.Indent("", "  ")
-	if err := enc.Encode(suites); err != nil {
-		return nil, err
+}
+
+// testCaseOf finds sr's test case not used yet: its name is the leaf
+// node's type in brackets, the spec's full text, then its labels and
+// version constraints in brackets (reporters.GenerateJUnitReportWithConfig).
+// The one at the spec report's index comes first (Ginkgo writes a test
+// case per spec report, in order), so two specs of one text keep theirs.
+func testCaseOf(suites *reporters.JUnitTestSuites, sr types.SpecReport, index int, used map[*reporters.JUnitTestCase]bool) (*reporters.JUnitTestSuite, *reporters.JUnitTestCase) {
+	name := strings.TrimSpace(fmt.Sprintf("[%s] %s", sr.LeafNodeType, sr.FullText()))
+	named := func(tc *reporters.JUnitTestCase) bool {
+		return !used[tc] && (tc.Name == name || strings.HasPrefix(tc.Name, name+" ["))
 	}
-	b.WriteString("\n")
-	return b.Bytes(), nil
+	if len(suites.TestSuites) == 1 && index < len(suites.TestSuites[0].TestCases) && named(&suites.TestSuites[0].TestCases[index]) {
+		return &suites.TestSuites[0], &suites.TestSuites[0].TestCases[index]
+	}
+	for i := range suites.TestSuites {
+		suite := &suites.TestSuites[i]
+		for j := range suite.TestCases {
+			tc := &suite.TestCases[j]
+			if named(tc) {
+				return suite, tc
+			}
+		}
+	}
+	return nil, nil
 }

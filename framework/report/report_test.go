@@ -305,3 +305,31 @@ func TestWriteWithoutAReserveReportsTheFullDisk(t *testing.T) {
 		t.Errorf("a partial metadata.json was left (%v)", err)
 	}
 }
+
+// A test case Ginkgo's report lacks (or names otherwise) costs only its
+// own enrichment: the failed spec's is found by name, not by position.
+func TestJUnitEnrichesEachTestCaseByName(t *testing.T) {
+	root, rep := fixture(t, true)
+	dir := t.TempDir()
+	if err := reporters.GenerateJUnitReport(rep, filepath.Join(dir, "junit.xml")); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "junit.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var suites reporters.JUnitTestSuites
+	if err := xml.Unmarshal(data, &suites); err != nil {
+		t.Fatal(err)
+	}
+	cases := suites.TestSuites[0].TestCases
+	failed := cases[1].Name
+	suites.TestSuites[0].TestCases = cases[1:] // the first spec's test case is missing
+	enrich(&suites, rep, Build(Input{Report: rep, ArtifactFolder: root}))
+	for _, tc := range suites.TestSuites[0].TestCases {
+		enriched := tc.Failure != nil && strings.HasPrefix(tc.Failure.Message, "["+failedPhase+"] ")
+		if enriched != (tc.Name == failed) {
+			t.Errorf("test case %q: enriched %v, want %v", tc.Name, enriched, tc.Name == failed)
+		}
+	}
+}
