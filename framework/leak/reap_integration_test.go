@@ -3,7 +3,6 @@ package leak_test
 import (
 	"bytes"
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -40,8 +39,7 @@ func TestIntegrationReapFrozenContainerOfAKilledTest(t *testing.T) {
 		t.Fatal(err)
 	}
 	runID := runtime.NewRunID()
-	host, _ := os.Hostname()
-	gone := host + "/999999999/1" // a process of this host that is gone
+	gone := runtime.OwnerOf(999999999, 1) // a process of this host that is gone
 	name := "capd-e2e-frozen-" + runID
 	if _, err := rt.RunContainer(ctx, runtime.ContainerSpec{
 		Name: name, Image: ref, Privileged: true,

@@ -3,7 +3,6 @@ package leak
 import (
 	"context"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,10 +17,9 @@ func TestOwnerLiveness(t *testing.T) {
 	if got := selfOwner(); !(Run{Owner: got}).Alive() {
 		t.Errorf("this process (%s) is not alive", got)
 	}
-	host, _ := os.Hostname()
-	_, _, start, _ := runtime.ParseOwner(selfOwner())
+	_, _, _, start, _ := runtime.ParseOwner(selfOwner())
 	for _, owner := range []string{
-		host + "/" + "999999999/1", // no such pid
+		runtime.OwnerOf(999999999, 1),                                       // no such pid
 		strings.Replace(selfOwner(), "/"+itoa(start), "/"+itoa(start+1), 1), // pid reused by another process
 	} {
 		if (Run{Owner: owner}).Alive() {
@@ -41,8 +39,7 @@ func TestReapRemovesOnlyDeadRuns(t *testing.T) {
 	ctx := context.Background()
 	f := fake.New()
 	dead := NewTracker(f, "deadrun")
-	host, _ := os.Hostname()
-	dead.owner = host + "/999999999/1" // a process of this host that is gone
+	dead.owner = runtime.OwnerOf(999999999, 1) // a process of this host that is gone
 	live := NewTracker(f, "liverun")
 	for _, c := range []string{"mgmt-deadrun", "quick-start-abc"} {
 		if err := dead.Track(ctx, c); err != nil {
@@ -129,8 +126,7 @@ func nowMinus(d time.Duration) time.Time { return time.Now().Add(-d) }
 func TestReapUnmarkedRuns(t *testing.T) {
 	ctx := context.Background()
 	f := fake.New()
-	host, _ := os.Hostname()
-	deadOwner := host + "/999999999/1"
+	deadOwner := runtime.OwnerOf(999999999, 1)
 	add := func(name, runID, owner string) {
 		f.AddContainer(fake.Container{ContainerDetails: runtime.ContainerDetails{Name: name,
 			Labels: runtime.RunLabels(runID, "test", map[string]string{runtime.LabelOwner: owner})}})
@@ -169,8 +165,7 @@ func TestReapUnmarkedRuns(t *testing.T) {
 func TestKeptRunIsReapedOnlyWhenNamed(t *testing.T) {
 	ctx := context.Background()
 	f := fake.New()
-	host, _ := os.Hostname()
-	tr := NewTrackerFor(f, "keptrun", host+"/999999999/1") // its owner is gone
+	tr := NewTrackerFor(f, "keptrun", runtime.OwnerOf(999999999, 1)) // its owner is gone
 	if err := tr.Track(ctx, "mgmt-keptrun"); err != nil {
 		t.Fatal(err)
 	}

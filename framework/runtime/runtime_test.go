@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -46,10 +47,16 @@ func TestRunLabels(t *testing.T) {
 		t.Errorf("an owner given is replaced: %v", l)
 	}
 	host, _ := os.Hostname()
+	self := ProcessOwner()
+	_, ns, pid, start, _ := ParseOwner(self)
 	for owner, want := range map[string][2]bool{
-		host + "/999999999/1": {false, true},  // no such pid
-		"elsewhere/1/1":       {false, false}, // another host: cannot tell
-		"garbage":             {false, false},
+		OwnerOf(999999999, 1):                                                  {false, true},  // no such pid
+		OwnerOf(pid, start+1):                                                  {false, true},  // its pid, reused
+		"elsewhere/" + strconv.FormatUint(ns, 10) + "/1/1":                     {false, false}, // another host: cannot tell
+		host + "/1/" + strconv.Itoa(pid) + "/" + strconv.FormatUint(start, 10): {false, false}, // its pid in another PID namespace: cannot tell
+		OwnerOf(pid, 0):                                                        {false, false}, // a process that could not read its start time
+		host + "/" + strconv.Itoa(pid) + "/" + strconv.FormatUint(start, 10):   {false, false}, // without a namespace
+		"garbage": {false, false},
 	} {
 		if alive, known := OwnerState(owner); alive != want[0] || known != want[1] {
 			t.Errorf("OwnerState(%q) = %v, %v; want %v", owner, alive, known, want)
