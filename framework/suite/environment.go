@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -63,8 +64,10 @@ type Environment struct {
 func DefaultScheme() *apiruntime.Scheme {
 	sc := apiruntime.NewScheme()
 	framework.TryAddDefaultSchemes(sc)
-	_ = clientgoscheme.AddToScheme(sc)
-	_ = infrav1.AddToScheme(sc)
+	// A type registered twice, or under two kinds, is a bug of this
+	// module's dependencies: fail where it shows, not on a later lookup.
+	utilruntime.Must(clientgoscheme.AddToScheme(sc))
+	utilruntime.Must(infrav1.AddToScheme(sc))
 	return sc
 }
 

@@ -95,15 +95,17 @@ func (e *Environment) redactArtifacts() error {
 }
 
 // collectKind collects a kind cluster's node logs into dir/machines and
-// its container snapshot into dir (best effort: a snapshot that cannot be
-// taken is left out).
+// its container snapshot into dir (a snapshot that cannot be taken, the
+// engine gone, is left out; one taken but not saved is an error).
 func collectKind(ctx context.Context, k *bootstrap.KindCluster, rt runtime.Runtime, dir string) error {
 	var err error
 	if cerr := k.CollectLogs(ctx, filepath.Join(dir, "machines")); cerr != nil {
 		err = fmt.Errorf("collect the logs of kind cluster %q's nodes: %w", k.Name, cerr)
 	}
 	if s, serr := snapshot.Take(ctx, rt, snapshot.Filter{Cluster: k.Name}); serr == nil {
-		_ = s.Save(dir)
+		if serr := s.Save(dir); serr != nil {
+			err = errors.Join(err, fmt.Errorf("save kind cluster %q's container snapshot: %w", k.Name, serr))
+		}
 	}
 	return err
 }
