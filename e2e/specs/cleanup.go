@@ -61,7 +61,7 @@ func (r *run) clusterCleanup(ctx SpecContext) {
 				err = errors.Join(err, serr)
 			}
 			var table strings.Builder
-			_ = s.WriteTable(&table)
+			_ = s.WriteTable(&table) // into a strings.Builder, which does not fail
 			r.summary.SetSnapshot(summary.Snapshot{Path: filepath.Join("clusters", r.clusterName, snapshot.TableFile), Table: table.String(), Containers: summaryContainers(s)})
 			return err
 		})

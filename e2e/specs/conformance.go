@@ -183,7 +183,7 @@ func (r *run) mirrorTestImages(ctx context.Context, version string) *mirror.Mirr
 	m, err := mirror.Start(ctx, mirror.Input{Runtime: engine, Images: images, Address: gateway})
 	Expect(err).ToNot(HaveOccurred(), "%s: serve the conformance test images to the nodes", r.spec)
 	if err := m.Configure(ctx, nodes...); err != nil {
-		_ = m.Close()
+		_ = m.Close() // undoing the mirror; err is the failure to report
 		Expect(err).ToNot(HaveOccurred(), "%s: name the image mirror in the nodes", r.spec)
 	}
 	hosts := m.Hosts()

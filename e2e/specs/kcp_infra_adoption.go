@@ -123,6 +123,8 @@ func followCluster(in CommonInput, spec string, proxy framework.ClusterProxy, na
 // for; it returns when ctx ends. A failed install is logged and retried.
 func installForEachCluster(ctx context.Context, m CloudControllerManager, c client.Client, namespace, cluster string, poll time.Duration) {
 	var installed types.UID
+	// Returns only when ctx ends (the condition never is true): its error is
+	// that ctx ended, which is how the spec stops it.
 	_ = wait.PollUntilContextCancel(ctx, poll, true, func(ctx context.Context) (bool, error) {
 		cl := &clusterv1.Cluster{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: cluster}, cl); err != nil || cl.UID == installed || !cl.DeletionTimestamp.IsZero() {

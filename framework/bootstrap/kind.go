@@ -126,7 +126,7 @@ func CreateKind(ctx context.Context, o KindOptions) (*KindCluster, error) {
 		if err != nil {
 			return nil, fmt.Errorf("create kind cluster %q: %w", o.Name, err)
 		}
-		_ = f.Close()
+		_ = f.Close() // empty: only its name is wanted, for kind to write
 		o.KubeconfigPath = f.Name()
 	}
 	if o.WaitForReady == 0 {

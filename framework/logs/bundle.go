@@ -213,7 +213,7 @@ func (b *bundle) run(ctx context.Context, container string) (outcomes []outcome,
 		err := eachEntry(io.TeeReader(pr, head), b.entry)
 		if err != nil {
 			// Keep reading so that the exec is not blocked on us.
-			_, _ = io.Copy(io.Discard, pr)
+			_, _ = io.Copy(io.Discard, pr) // draining only; err above is the one reported
 		}
 		received <- err
 	}()
@@ -236,7 +236,7 @@ func (b *bundle) run(ctx context.Context, container string) (outcomes []outcome,
 	if b.entries == 0 && (execErr != nil || res.ExitCode != 0) && ctx.Err() == nil && !errors.Is(execErr, context.DeadlineExceeded) {
 		for _, o := range b.out {
 			if o != nil {
-				_ = o.close(false)
+				_ = o.close(false) // discarding a partial file; the exec's error below is reported
 			}
 		}
 		why := execErr
@@ -334,7 +334,7 @@ func (b *bundle) control(name string, h *tar.Header, r io.Reader) {
 		s, _ := io.ReadAll(io.LimitReader(r, 256))
 		b.status[i] = strings.TrimSpace(string(s))
 	case dir == "ctl" && ext == "err":
-		_, _ = io.Copy(b.stderr[i], r)
+		_, _ = io.Copy(b.stderr[i], r) // into a bounded buffer, which does not fail
 	case dir == "out" && ext == "" && b.out[i] != nil:
 		if _, err := io.Copy(b.out[i], r); err != nil {
 			b.errs[i] = append(b.errs[i], err)

@@ -93,7 +93,7 @@ func (c *Collector) copyStep(ctx context.Context, container, dir string, s step,
 		}
 		// A stalled stream must not outlive the deadline: closing the body
 		// unblocks the read in extract.
-		stop := context.AfterFunc(ctx, func() { _ = rc.Close() })
+		stop := context.AfterFunc(ctx, func() { _ = rc.Close() }) // unblocking the read; its error is the read's
 		defer stop()
 		defer rc.Close()
 		skipped, err := extract(rc, dir, s.output)

@@ -68,7 +68,7 @@ func newUnpacker(root, dest string) (*unpacker, error) {
 	return &unpacker{rt: rt, dest: dest}, nil
 }
 
-func (u *unpacker) close() { _ = u.rt.Close() }
+func (u *unpacker) close() { _ = u.rt.Close() } // a directory handle: nothing written through it
 
 // entry writes one entry; r reads its content.
 func (u *unpacker) entry(h *tar.Header, r io.Reader) error {
@@ -175,7 +175,7 @@ func eachEntry(r io.Reader, fn func(h *tar.Header, r io.Reader) error) error {
 			if !bytes.Equal(b, zero[:]) {
 				break
 			}
-			_, _ = br.Discard(len(zero))
+			_, _ = br.Discard(len(zero)) // Peek returned these bytes: they are buffered
 		}
 		tr := tar.NewReader(br)
 		for {

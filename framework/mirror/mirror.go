@@ -99,7 +99,7 @@ func Start(ctx context.Context, in Input) (_ *Mirror, err error) {
 	m := &Mirror{rt: in.Runtime, hosts: map[string]*host{}}
 	defer func() {
 		if err != nil {
-			_ = m.Close()
+			_ = m.Close() // undoing a failed start: err is the failure to report
 		}
 	}()
 	for _, r := range refs {
@@ -211,10 +211,10 @@ func (m *Mirror) load(ctx context.Context, refs []name.Tag) error {
 	// tarball.Image reads the archive more than once: keep it in a file.
 	f, err := os.CreateTemp("", "capd-e2e-mirror-*.tar")
 	if err != nil {
-		_ = rc.Close()
+		_ = rc.Close() // the save stream, unread: err is the failure to report
 		return fmt.Errorf("mirror: %w", err)
 	}
-	defer func() { _ = os.Remove(f.Name()) }()
+	defer func() { _ = os.Remove(f.Name()) }() // a temporary archive; removing it is tidying
 	_, err = io.Copy(f, rc)
 	err = errors.Join(err, rc.Close(), f.Close())
 	if err != nil {

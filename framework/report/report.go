@@ -292,6 +292,7 @@ var machineKeyFiles = []string{"container-stdout.log", "container-stderr.log", "
 // separated, sorted.
 func files(root, dir string) []string {
 	var out []string
+	// The callback returns no error, so WalkDir returns none.
 	_ = filepath.WalkDir(filepath.Join(root, dir), func(p string, d os.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
 			return nil

@@ -73,7 +73,7 @@ func PreviousClusterctl(ctx context.Context, cfg *config.Config) (string, error)
 	if err != nil {
 		if p.Clusterctl != "" {
 			// Not kept in the cache: the next run downloads it again.
-			_ = os.Remove(bin)
+			_ = os.Remove(bin) // a binary left behind is replaced by the next download
 		}
 		return "", fmt.Errorf("%s: %s does not run: %w: %s", FieldPreviousClusterctl, bin, err, strings.TrimSpace(string(out)))
 	}

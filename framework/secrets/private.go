@@ -34,7 +34,7 @@ func WritePrivate(path string, data []byte) error {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
-		_ = os.Remove(tmp)
+		_ = os.Remove(tmp) // the error returned is the write's
 		return fmt.Errorf("write private file %q: %w", path, err)
 	}
 	return nil

@@ -250,7 +250,7 @@ func doFile(r *os.Root, name string, redact bool) fileResult {
 // name, keeping mode's permission, setuid, setgid and sticky bits.
 func rewrite(r *os.Root, name string, src *os.File, mode fs.FileMode) ([]Finding, error) {
 	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
+	_, _ = rand.Read(rnd[:]) // crypto/rand.Read does not fail on Linux (Go 1.24+: it panics instead)
 	tmp := path.Join(path.Dir(name), "."+path.Base(name)+".redact-"+hex.EncodeToString(rnd[:]))
 	dst, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -269,7 +269,7 @@ func rewrite(r *os.Root, name string, src *os.File, mode fs.FileMode) ([]Finding
 		err = r.Rename(tmp, name)
 	}
 	if err != nil {
-		_ = r.Remove(tmp)
+		_ = r.Remove(tmp) // the error returned is the write's; a temporary file left is hidden and redacted
 		return nil, err
 	}
 	return found, nil

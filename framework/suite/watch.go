@@ -121,7 +121,7 @@ func startWatcher(task watchTask) (*watcher, error) {
 	// Reaped when it exits before the suite does; its exit code is in
 	// its log.
 	go func() {
-		_ = cmd.Wait()
+		_ = cmd.Wait() // its exit code is in its log; exited says it ended
 		close(wt.exited)
 	}()
 	return wt, nil

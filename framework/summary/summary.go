@@ -380,7 +380,7 @@ func (s Summary) render(b *bytes.Buffer) {
 	for _, p := range s.Phases {
 		fmt.Fprintf(tw, "  +%s\t%s\t%s\t%s\n", round(p.Start.Sub(s.Start)), round(p.Duration), p.Result, p.Name)
 	}
-	_ = tw.Flush()
+	_ = tw.Flush() // into a strings.Builder, which does not fail
 	for _, p := range s.Phases {
 		if p.Error != "" {
 			fmt.Fprintf(b, "\n%s: %s\n", p.Name, indentRest(p.Error))
@@ -417,7 +417,7 @@ func (s Summary) render(b *bytes.Buffer) {
 			for _, c := range o.Conditions {
 				fmt.Fprintf(tw, "    %s\t%s\t%s\t%s\t%s\n", c.Type, c.Status, dash(c.Reason), stamp(c.LastTransitionTime), oneLine(c.Message))
 			}
-			_ = tw.Flush()
+			_ = tw.Flush() // into a strings.Builder, which does not fail
 		}
 	}
 

@@ -311,14 +311,14 @@ func (r *supervisor) onSignal(sig os.Signal, cancelStage context.CancelFunc) {
 		_ = syscall.Kill(pgid, syscall.SIGINT) // ESRCH: the suite is gone already
 		r.watchdog = time.AfterFunc(r.o.grace, func() {
 			r.log("grace period over: killing the suite")
-			_ = syscall.Kill(pgid, syscall.SIGKILL)
+			_ = syscall.Kill(pgid, syscall.SIGKILL) // ESRCH: the group is gone already
 		})
 	case 2:
 		r.log("got %s again: the suite skips its cleanup and writes its report; leftovers are removed afterwards", sig)
-		_ = syscall.Kill(pgid, syscall.SIGINT)
+		_ = syscall.Kill(pgid, syscall.SIGINT) // ESRCH: the group is gone already
 	default:
 		r.log("got %s a third time: killing the suite", sig)
-		_ = syscall.Kill(pgid, syscall.SIGKILL)
+		_ = syscall.Kill(pgid, syscall.SIGKILL) // ESRCH: the group is gone already
 	}
 }
 
@@ -338,7 +338,7 @@ func (r *supervisor) stageLog(name string) (io.Writer, func()) {
 		r.log("%v (the output is not kept)", err)
 		return io.MultiWriter(w...), func() {}
 	}
-	return io.MultiWriter(append(w, f)...), func() { _ = f.Close() }
+	return io.MultiWriter(append(w, f)...), func() { _ = f.Close() } // a log written unbuffered: nothing pending
 }
 
 func (r *supervisor) provideImages(ctx context.Context) int {
@@ -473,7 +473,7 @@ func (r *supervisor) leakCheck(ctx context.Context) int {
 		code = checkRun(ctx, rt, r.o.runID, &out, &out)
 		_ = rt.Close() // a connection's close: nothing to lose
 	}
-	_, _ = r.s.out.Write(out.Bytes())
+	_, _ = r.s.out.Write(out.Bytes()) // the terminal; the same text is kept in the artifacts below
 	r.keep(leftoversFile, out.Bytes())
 	switch code {
 	case 0:

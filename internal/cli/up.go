@@ -84,7 +84,7 @@ func (e *envOptions) lock() (func(), error) {
 		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		_ = f.Close()
+		_ = f.Close() // the lock file, unlocked and unwritten
 		return nil, fmt.Errorf("environment %q is busy: another capd-e2e up, down or iterate holds %s", e.name, p)
 	}
 	return func() { _ = f.Close() }, nil // closing releases the lock

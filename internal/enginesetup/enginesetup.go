@@ -271,7 +271,7 @@ func (h *Host) startDaemon(ctx context.Context, pidFile, logFile string, timeout
 	}
 	pid := cmd.Process.Pid
 	// Reaped by init once this process exits; meanwhile, by a goroutine.
-	go func() { _ = cmd.Wait() }()
+	go func() { _ = cmd.Wait() }() // reaping only: the daemon's health is checked through its socket
 	if err := os.WriteFile(h.path(pidFile), []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
 		return err
 	}
