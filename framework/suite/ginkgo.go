@@ -141,7 +141,7 @@ func (s *Suite) Run(t *testing.T, description string) {
 	t.Helper()
 	g := NewWithT(t)
 	g.Expect(logsv1.ValidateAndApply(s.logOptions, nil)).To(Succeed())
-	ctrl.SetLogger(klog.Background())
+	ctrl.SetLogger(withoutCAPDDeprecations(klog.Background()))
 	if s.SelectionFile != "" {
 		g.Expect(s.writeSelection(description)).To(Succeed(), "-e2e.selection")
 		return
