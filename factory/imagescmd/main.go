@@ -62,6 +62,7 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/runtime/moby"
 	"github.com/capd-e2e/capd-e2e/internal/cputime"
 	"github.com/capd-e2e/capd-e2e/internal/gomod"
+	"github.com/capd-e2e/capd-e2e/internal/hoststat"
 )
 
 // Command returns the `images` command, writing to stdout and stderr.
@@ -211,7 +212,7 @@ func copySource(o options, rt *moby.Runtime) (*moby.Runtime, error) {
 		return nil, nil // no Docker here: build into Podman
 	}
 	if src.IsPodman() {
-		_ = src.Close()
+		_ = src.Close() // a client connection, unused
 		return nil, nil
 	}
 	return src, nil
@@ -399,31 +400,16 @@ func run(ctx context.Context, o options, stdout io.Writer) error {
 // linkers) the builders run, unless GOGC is set: their garbage collector runs
 // a quarter as often, for more memory. Two cold etcd builds took 0.89 times
 // the wall time and 0.90 times the CPU of GOGC's default (100)
-// (bench/scripts/gobuild.sh); the memory costs of plan.DefaultCost allow for
+// (make bench-gobuild); the memory costs of plan.DefaultCost allow for
 // it.
 const buildGOGC = "400"
 
 func memoryBudget() int64 {
-	data, err := os.ReadFile("/proc/meminfo")
+	n, err := hoststat.MemAvailable()
 	if err != nil {
 		return 0
 	}
-	return parseMemAvailable(string(data)) / 4 * 3
-}
-
-// parseMemAvailable returns MemAvailable from /proc/meminfo's text, in
-// bytes, or 0.
-func parseMemAvailable(meminfo string) int64 {
-	for _, line := range strings.Split(meminfo, "\n") {
-		f := strings.Fields(line)
-		if len(f) == 3 && f[0] == "MemAvailable:" && f[2] == "kB" {
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			if err == nil {
-				return kb * 1024
-			}
-		}
-	}
-	return 0
+	return n / 4 * 3
 }
 
 // renderAll writes the components YAML and the CNI manifest into dir.

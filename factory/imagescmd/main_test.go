@@ -129,16 +129,6 @@ func TestCopyFromIsSetOnlyWhenGiven(t *testing.T) {
 	}
 }
 
-func TestParseMemAvailable(t *testing.T) {
-	const meminfo = "MemTotal:       24567892 kB\nMemFree:        20000000 kB\nMemAvailable:   23000000 kB\nBuffers:          1000 kB\n"
-	if got, want := parseMemAvailable(meminfo), int64(23000000*1024); got != want {
-		t.Errorf("parseMemAvailable = %d, want %d", got, want)
-	}
-	if got := parseMemAvailable("MemTotal: 1 kB\n"); got != 0 {
-		t.Errorf("without MemAvailable = %d, want 0", got)
-	}
-}
-
 func TestSelectedPlanBuildsWhatTheSpecsNeed(t *testing.T) {
 	p := testPlan(t)
 	sel := selection.Selection{Specs: []string{"upgrade it"}, Images: []selection.Image{
