@@ -13,7 +13,7 @@ import (
 )
 
 // scaleClusters is how many quick-starts the scale Describe holds:
-// SCALE_CLUSTERS, default 3. bench/scripts/scale.sh raises it to find where
+// SCALE_CLUSTERS, default 3. BenchmarkScale (bench/) raises it to find where
 // this machine runs out.
 func scaleClusters() int {
 	v := os.Getenv("SCALE_CLUSTERS")
@@ -32,7 +32,7 @@ func scaleClusters() int {
 // Quick-starts, each in its own namespace and cluster (three unless
 // SCALE_CLUSTERS says otherwise): with GINKGO_NODES at the same number they
 // run at once, one per Ginkgo process, on the one management cluster.
-// bench/scripts/scale.sh (make bench-scale) runs one, then three at once,
+// BenchmarkScale (make bench-scale) runs one, then three at once,
 // and compares their wall times.
 var _ = Describe("Quick-starts at once", Label(labelScale), func() {
 	n := scaleClusters()

@@ -5,7 +5,7 @@
 // at once. It is a suite of its own, with its own labels ("comparison",
 // "scale"), apart from capd-e2e's product suite (e2e/) and the specs'
 // label vocabulary. `make bench-e2e` and `make bench-scale` run it
-// (bench/scripts/e2e.sh, bench/scripts/scale.sh); the numbers go to
+// (BenchmarkE2E, BenchmarkScale in bench/); the numbers go to
 // docs/performance.md.
 package e2e
 

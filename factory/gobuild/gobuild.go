@@ -476,7 +476,7 @@ func (b *Builder) goMods(ctx context.Context, mods []module.Version) ([]sourceMo
 }
 
 // logEnv returns the settings of env that decide what the go command builds
-// and how (those env sets, and GOGC), for the log: bench/scripts/gobuild.sh
+// and how (those env sets, and GOGC), for the log: make bench-gobuild
 // replays a logged build with them.
 func logEnv(env []string) []string {
 	var out []string

@@ -285,7 +285,7 @@ func TestPruneOutputs(t *testing.T) {
 }
 
 // TestLogEnv checks that a build's log names the settings the build ran
-// with (bench/scripts/gobuild.sh replays them) and nothing else of the
+// with (make bench-gobuild replays them) and nothing else of the
 // environment.
 func TestLogEnv(t *testing.T) {
 	t.Setenv("GOGC", "400")

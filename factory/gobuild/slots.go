@@ -9,7 +9,7 @@ import (
 // steps: one `go build` already runs as many compilers as there are CPUs,
 // so two at once on a 2-CPU machine only contend (1.20 times the wall time
 // and 1.24 times the CPU of the same two builds one after the other,
-// bench/scripts/gobuild.sh). A build holds a slot only while the go
+// make bench-gobuild). A build holds a slot only while the go
 // command compiles and links, not while it downloads modules or while its
 // image is assembled and loaded: in those minutes another build compiles.
 // A nil *Slots bounds nothing.

@@ -3,6 +3,7 @@ package moby_test
 import (
 	"context"
 	"os/exec"
+	goruntime "runtime"
 	"slices"
 	"testing"
 	"time"
@@ -14,15 +15,41 @@ import (
 // BenchmarkExec runs one trivial command in one container, through this
 // runtime and, as the baseline the harness replaces, through the docker CLI
 // (the only place in this repository that runs it). Besides ns/op (a mean)
-// it reports the median in ms as "ms-median", which bench/scripts/exec.sh
-// compares; run it with the load on and off to see both regimes.
+// it reports the median in ms as "ms-median", in two regimes (regimes):
+// BenchmarkExec/idle/runtime against BenchmarkExec/idle/docker-cli, and the
+// same under load.
 //
 // It also reports CPU per exec: "client-cpu-ms/op" is this process's for
 // the runtime and the CLI process's own for the CLI; "daemon-cpu-ms/op"
 // (dockerd, containerd) and "shim-runc-cpu-ms/op" (the container's shim and
 // the runc processes it starts per exec) are the engine's, which both pay
 // alike: see BenchmarkExecPhases for where the runtime's time goes.
-func BenchmarkExec(b *testing.B) {
+func BenchmarkExec(b *testing.B) { regimes(b, benchExec) }
+
+// regimes runs f on an idle machine ("idle") and with every CPU kept busy
+// by a CPU-bound shell loop per CPU ("loaded"), processes started and
+// killed here: exec latency when the engine's host is busy, as during a
+// cold `make images` or three clusters at once.
+func regimes(b *testing.B, f func(*testing.B)) {
+	b.Run("idle", f)
+	b.Run("loaded", func(b *testing.B) {
+		for range goruntime.NumCPU() {
+			burner := exec.Command("sh", "-c", "while :; do :; done")
+			if err := burner.Start(); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() {
+				if err := burner.Process.Kill(); err != nil {
+					b.Errorf("stop the load: %v", err)
+				}
+				_ = burner.Wait() // ends by our SIGKILL: an error
+			})
+		}
+		f(b)
+	})
+}
+
+func benchExec(b *testing.B) {
 	r := newRuntime(b)
 	name := startTestContainer(b, r, runtime.NewRunID(), nil)
 	cmd := []string{"cat", "/etc/hostname"}

@@ -32,7 +32,9 @@ import (
 // else it did meanwhile: run on an otherwise quiet engine.
 // The docker CLI makes the same four calls, plus a ping and a container
 // inspect, from a new process each time; BenchmarkExec compares the two.
-func BenchmarkExecPhases(b *testing.B) {
+func BenchmarkExecPhases(b *testing.B) { regimes(b, benchExecPhases) }
+
+func benchExecPhases(b *testing.B) {
 	if testing.Short() {
 		b.Skip("needs a container engine; skipped under -short")
 	}
