@@ -311,7 +311,7 @@ func removeTree(dir string) {
 			}
 		}
 		for i := len(targets) - 1; i >= 0; i-- { // innermost first
-			_ = exec.Command("umount", "-l", targets[i]).Run()
+			_ = exec.Command("umount", "-l", targets[i]).Run() // checked below, mount point by mount point
 		}
 		for _, t := range targets {
 			if exec.Command("mountpoint", "-q", t).Run() == nil {
@@ -319,5 +319,5 @@ func removeTree(dir string) {
 			}
 		}
 	}
-	_ = os.RemoveAll(dir)
+	_ = os.RemoveAll(dir) // a temporary tree; what stays is under the cache, found and replaced next time
 }

@@ -185,7 +185,7 @@ func (b *Builder) Build(ctx context.Context, t Target) (Result, error) {
 		return Result{}, fmt.Errorf("go build %s: %w", what, err)
 	}
 	tmpOut := outDir + ".tmp"
-	_ = os.RemoveAll(tmpOut)
+	_ = os.RemoveAll(tmpOut) // what a failed build left; MkdirAll below fails if it is still in the way
 	if err := os.MkdirAll(tmpOut, 0o755); err != nil {
 		return Result{}, fmt.Errorf("go build %s: %w", what, err)
 	}
@@ -227,7 +227,7 @@ func pruneOutputs(dir string, ttl time.Duration) {
 		}
 		for _, e := range entries {
 			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > ttl {
-				_ = os.RemoveAll(filepath.Join(d, e.Name()))
+				_ = os.RemoveAll(filepath.Join(d, e.Name())) // pruning the cache: tried again next run
 			}
 		}
 	}
@@ -412,15 +412,15 @@ func lockDir(ctx context.Context, dir string) (func(), error) {
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
-			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); _ = f.Close() }, nil
+			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); _ = f.Close() }, nil // closing unlocks anyway
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			_ = f.Close()
+			_ = f.Close() // the lock file, unlocked and unwritten
 			return nil, fmt.Errorf("lock %s: %w", dir, err)
 		}
 		select {
 		case <-ctx.Done():
-			_ = f.Close()
+			_ = f.Close() // the lock file, unlocked and unwritten
 			return nil, fmt.Errorf("lock %s: %w", dir, ctx.Err())
 		case <-time.After(time.Second):
 		}

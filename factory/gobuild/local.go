@@ -236,11 +236,11 @@ func (b *Builder) BuildLocal(ctx context.Context, t LocalTarget, sources map[str
 	if complete(outDir, res.Binaries) {
 		res.Cached = true
 		now := time.Now()
-		_ = os.Chtimes(outDir, now, now)
+		_ = os.Chtimes(outDir, now, now) // the cache's age for pruning; a stale time only prunes it sooner
 		return res, nil
 	}
 	tmpOut := outDir + ".tmp"
-	_ = os.RemoveAll(tmpOut)
+	_ = os.RemoveAll(tmpOut) // what a failed build left; MkdirAll below fails if it is still in the way
 	if err := os.MkdirAll(tmpOut, 0o755); err != nil {
 		return Result{}, fmt.Errorf("go build %s: %w", what, err)
 	}

@@ -594,5 +594,5 @@ func (h *Helper) Remove() {
 			}
 		}
 	}
-	_ = h.rt.RemoveContainer(ctx, h.ID)
+	_ = h.rt.RemoveContainer(ctx, h.ID) // labelled with the run: a container left is reaped by clean-e2e
 }

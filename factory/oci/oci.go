@@ -165,7 +165,7 @@ func loadBase(ctx context.Context, rt runtime.Images, ref string) (v1.Image, fun
 	if err != nil {
 		return nil, nil, fmt.Errorf("base image %q: %w", ref, err)
 	}
-	cleanup := func() { _ = os.Remove(f.Name()) }
+	cleanup := func() { _ = os.Remove(f.Name()) } // a temporary file: removing it is tidying
 	_, err = io.Copy(f, rc)
 	if cerr := f.Close(); err == nil {
 		err = cerr

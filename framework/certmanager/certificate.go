@@ -2,6 +2,7 @@ package certmanager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -157,10 +158,10 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, req reconcile.Req
 		}
 		if err != nil {
 			r.event(crt, corev1.EventTypeWarning, ReasonFailed, "issue certificate: %v", err)
-			_ = r.patchStatus(ctx, crt, func() {
+			perr := r.patchStatus(ctx, crt, func() {
 				setCondition(crt, ConditionReady, false, ReasonFailed, err.Error(), now)
 			})
-			return reconcile.Result{}, fmt.Errorf("issue Certificate %q: %w", req.NamespacedName, err)
+			return reconcile.Result{}, errors.Join(fmt.Errorf("issue Certificate %q: %w", req.NamespacedName, err), perr)
 		}
 		certs, _ := parseCertificates(certPEM)
 		cert = certs[0]
@@ -172,6 +173,8 @@ func (r *CertificateReconciler) Reconcile(ctx context.Context, req reconcile.Req
 	renewal := renewalTime(spec, cert.NotBefore, cert.NotAfter)
 	err = r.patchStatus(ctx, crt, func() {
 		setCondition(crt, ConditionReady, true, ReasonReady, "Certificate is up to date and has not expired", now)
+		// SetNestedField fails only where a field on the path is no map;
+		// status is one (setCondition made it), and these are its leaves.
 		_ = unstructured.SetNestedField(crt.Object, cert.NotBefore.UTC().Format(time.RFC3339), "status", "notBefore")
 		_ = unstructured.SetNestedField(crt.Object, cert.NotAfter.UTC().Format(time.RFC3339), "status", "notAfter")
 		_ = unstructured.SetNestedField(crt.Object, renewal.UTC().Format(time.RFC3339), "status", "renewalTime")

@@ -31,7 +31,7 @@ func setCondition(obj *unstructured.Unstructured, condType string, status bool, 
 			out = append(out, m)
 		}
 	}
-	_ = unstructured.SetNestedSlice(obj.Object, out, "status", "conditions")
+	_ = unstructured.SetNestedSlice(obj.Object, out, "status", "conditions") // fails only where status is no map: the substitute writes status whole
 }
 
 // conditions returns obj's status.conditions; an entry that is not a

@@ -171,7 +171,7 @@ func (r *Runtime) RunContainer(ctx context.Context, spec runtime.ContainerSpec) 
 		// Best effort, with a fresh context: ctx may be what ended.
 		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()
-		_, _ = r.c.ContainerRemove(rmCtx, created.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		_, _ = r.c.ContainerRemove(rmCtx, created.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}) // the start's error is reported; a container left is labelled and reaped
 		return "", r.wrap(err, "start container %q", spec.Name)
 	}
 	return created.ID, nil
@@ -209,7 +209,7 @@ func (r *Runtime) Exec(ctx context.Context, nameOrID string, opts runtime.ExecOp
 		go func() {
 			// An error here shows up as the command's own failure.
 			_, _ = io.Copy(att.Conn, opts.Stdin)
-			_ = att.CloseWrite()
+			_ = att.CloseWrite() // likewise: the command then reads no end of input
 		}()
 	}
 	// The output is read here rather than in a goroutine: when ctx ends,

@@ -74,10 +74,10 @@ func (r *Runtime) LoadImages(ctx context.Context, archive io.Reader) error {
 		go func() {
 			defer close(tagsRead)
 			tags = archiveTags(pr)
-			_, _ = io.Copy(io.Discard, pr)
+			_, _ = io.Copy(io.Discard, pr) // draining the tee, so the load is not blocked; the load reports its own errors
 		}()
 		archive = io.TeeReader(archive, pw)
-		finish = func() { _ = pw.Close(); <-tagsRead }
+		finish = func() { _ = pw.Close(); <-tagsRead } // an io.Pipe's Close returns nil
 	}
 	res, err := r.c.ImageLoad(ctx, archive, client.ImageLoadWithQuiet(true))
 	if err != nil {

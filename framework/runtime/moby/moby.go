@@ -82,7 +82,7 @@ func New(cfg Config) (*Runtime, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if _, err := c.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		_ = c.Close()
+		_ = c.Close() // a client never used: nothing to lose
 		if ctx.Err() != nil {
 			err = fmt.Errorf("no answer within %s: %w", timeout, err)
 		}
@@ -90,7 +90,7 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	v, err := c.ServerVersion(ctx, client.ServerVersionOptions{})
 	if err != nil {
-		_ = c.Close()
+		_ = c.Close() // a client never used: nothing to lose
 		return nil, r.wrap(err, "get version of container engine at %s", r.host)
 	}
 	for _, comp := range v.Components {

@@ -119,6 +119,8 @@ func (t thawer) thaw(id string) ([]string, error) {
 	var thawed []string
 	var errs []error
 	for _, root := range roots {
+		// The callback returns no error, so WalkDir returns none; thaw
+		// errors are collected in errs.
 		_ = filepath.WalkDir(root, func(dir string, d fs.DirEntry, err error) error {
 			if err != nil || !d.IsDir() {
 				// A group that went away, or a file: nothing to thaw.
@@ -175,6 +177,7 @@ func (t thawer) prune(id string) {
 	roots, _ := t.containerGroups(id)
 	for _, root := range roots {
 		var dirs []string
+		// The callback returns no error, so WalkDir returns none.
 		_ = filepath.WalkDir(root, func(dir string, d fs.DirEntry, err error) error {
 			if err == nil && d.IsDir() {
 				dirs = append(dirs, dir)
@@ -182,7 +185,7 @@ func (t thawer) prune(id string) {
 			return nil
 		})
 		for _, dir := range slices.Backward(dirs) {
-			_ = unix.Rmdir(dir)
+			_ = unix.Rmdir(dir) // a group still holding tasks stays, as the doc says
 		}
 	}
 }

@@ -25,6 +25,6 @@ func Engine(t testing.TB) *moby.Runtime {
 	if err != nil {
 		t.Fatalf("integration tests need a container engine: %v", err)
 	}
-	t.Cleanup(func() { _ = r.Close() })
+	t.Cleanup(func() { _ = r.Close() }) // a client connection: nothing to lose
 	return r
 }
