@@ -24,7 +24,6 @@ import (
 	"regexp"
 	goruntime "runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -84,14 +83,8 @@ func GiB(n int64) string { return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30)) }
 // Host describes the machine for a results header: CPUs and memory.
 func Host() string {
 	mem := "memory unknown"
-	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
-		for _, l := range strings.Split(string(data), "\n") {
-			if f := strings.Fields(l); len(f) == 3 && f[0] == "MemTotal:" {
-				if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
-					mem = GiB(kb * 1024)
-				}
-			}
-		}
+	if n, err := hoststat.MemTotal(); err == nil {
+		mem = GiB(n)
 	}
 	return fmt.Sprintf("%s, %d CPUs, %s", time.Now().UTC().Format(time.RFC3339), numCPU(), mem)
 }

@@ -21,23 +21,32 @@ const UserHZ = 100
 
 // MemAvailable returns the kernel's estimate of the memory available for
 // new work without swapping (MemAvailable), in bytes.
-func MemAvailable() (int64, error) {
+func MemAvailable() (int64, error) { return memInfo("MemAvailable") }
+
+// MemTotal returns the host's usable memory (MemTotal), in bytes.
+func MemTotal() (int64, error) { return memInfo("MemTotal") }
+
+func memInfo(key string) (int64, error) {
 	data, err := os.ReadFile("/proc/meminfo")
 	if err != nil {
 		return 0, err
 	}
-	if n := ParseMemAvailable(string(data)); n > 0 {
+	if n := parseMemInfo(string(data), key); n > 0 {
 		return n, nil
 	}
-	return 0, fmt.Errorf("/proc/meminfo has no MemAvailable line")
+	return 0, fmt.Errorf("/proc/meminfo has no %s line", key)
 }
 
 // ParseMemAvailable returns MemAvailable from /proc/meminfo's text, in
 // bytes, or 0.
-func ParseMemAvailable(meminfo string) int64 {
+func ParseMemAvailable(meminfo string) int64 { return parseMemInfo(meminfo, "MemAvailable") }
+
+// parseMemInfo returns key's value from /proc/meminfo's text, in bytes,
+// or 0.
+func parseMemInfo(meminfo, key string) int64 {
 	for _, line := range strings.Split(meminfo, "\n") {
 		f := strings.Fields(line)
-		if len(f) == 3 && f[0] == "MemAvailable:" && f[2] == "kB" {
+		if len(f) == 3 && f[0] == key+":" && f[2] == "kB" {
 			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
 				return kb * 1024
 			}

@@ -37,6 +37,9 @@ func TestReadsThisHost(t *testing.T) {
 	if n, err := MemAvailable(); err != nil || n <= 0 {
 		t.Errorf("MemAvailable = %d, %v", n, err)
 	}
+	if n, err := MemTotal(); err != nil || n <= 0 {
+		t.Errorf("MemTotal = %d, %v", n, err)
+	}
 	if c, err := CPU(); err != nil || c.Total == 0 || c.Busy > c.Total {
 		t.Errorf("CPU = %+v, %v", c, err)
 	}
