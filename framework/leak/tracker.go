@@ -251,7 +251,9 @@ func removeMarkers(ctx context.Context, rt Engine, runID string) error {
 	return errors.Join(errs...)
 }
 
-// Reaped is what Reap did with one run.
+// Reaped is what Reap did with one run: Report is what it found, all of
+// it removed, as far as the engine's listing confirms, unless Err says
+// what was not.
 type Reaped struct {
 	Run    Run
 	Report Report
@@ -295,13 +297,66 @@ func Reap(ctx context.Context, rt Engine, ids ...string) ([]Reaped, error) {
 	return out, nil
 }
 
-// checkAndRemove removes what sel selects and returns what that was.
+// How long checkAndRemove waits for the engine to confirm a removal, and
+// how often it looks: a variable for the tests.
+var confirmWait, confirmPoll = time.Minute, time.Second
+
+// checkAndRemove removes what sel selects and returns what that was. A
+// removal counts once the engine no longer lists the object: an accepted
+// removal is not proof (the engine answers "already in progress" for a
+// container it is still killing, and a container with a frozen task
+// outlives its forced removal on cgroup v1), so whatever is still listed
+// is removed again (RemoveContainer thaws a container the engine cannot
+// kill) until confirmWait. The error names what is left then.
 func checkAndRemove(ctx context.Context, rt Engine, sel Selector) (Report, error) {
 	rep, err := Check(ctx, rt, sel)
-	if err == nil {
-		err = Remove(ctx, rt, rep)
+	if err != nil {
+		return rep, err
 	}
-	return rep, err
+	err = Remove(ctx, rt, rep)
+	deadline := time.Now().Add(confirmWait)
+	for {
+		left, cerr := stillListed(ctx, rt, rep)
+		switch {
+		case cerr != nil:
+			return rep, errors.Join(err, fmt.Errorf("confirming the removal: %w", cerr))
+		case left.Empty():
+			return rep, nil
+		case time.Now().After(deadline):
+			return rep, errors.Join(err, fmt.Errorf("still in the engine %s after removal: %s", confirmWait, left))
+		}
+		select {
+		case <-ctx.Done():
+			return rep, errors.Join(err, fmt.Errorf("still in the engine when the time ran out: %s", left))
+		case <-time.After(confirmPoll):
+		}
+		err = Remove(ctx, rt, left)
+	}
+}
+
+// stillListed returns what of rep the engine still lists.
+func stillListed(ctx context.Context, rt Lister, rep Report) (Report, error) {
+	now, err := Check(ctx, rt, rep.Selector)
+	if err != nil {
+		return Report{}, err
+	}
+	left := Report{Selector: rep.Selector}
+	for _, c := range now.Containers {
+		if slices.ContainsFunc(rep.Containers, func(o runtime.Container) bool { return o.ID == c.ID }) {
+			left.Containers = append(left.Containers, c)
+		}
+	}
+	for _, n := range now.Networks {
+		if slices.ContainsFunc(rep.Networks, func(o runtime.Network) bool { return o.ID == n.ID }) {
+			left.Networks = append(left.Networks, n)
+		}
+	}
+	for _, v := range now.Volumes {
+		if slices.ContainsFunc(rep.Volumes, func(o runtime.Volume) bool { return o.Name == v.Name }) {
+			left.Volumes = append(left.Volumes, v)
+		}
+	}
+	return left, nil
 }
 
 // selfOwner is this process as LabelOwner spells it.

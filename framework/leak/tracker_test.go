@@ -190,3 +190,58 @@ func TestKeptRunIsReapedOnlyWhenNamed(t *testing.T) {
 		t.Errorf("markers left: %+v", runs)
 	}
 }
+
+// lingering is an engine that accepts a container's removal and keeps the
+// container for the first ignore calls, as the engine does when the
+// removal is already in progress or a frozen task holds it.
+type lingering struct {
+	*fake.Runtime
+	name    string
+	ignore  int
+	removes int
+}
+
+func (l *lingering) RemoveContainer(ctx context.Context, nameOrID string) error {
+	c, err := l.InspectContainer(ctx, nameOrID)
+	if err == nil && c.Name == l.name {
+		l.removes++
+		if l.removes <= l.ignore {
+			return nil
+		}
+	}
+	return l.Runtime.RemoveContainer(ctx, nameOrID)
+}
+
+// Reap says a run was removed only once the engine no longer lists what
+// it found: a container whose removal was accepted but that is still
+// there is removed again, and one that stays makes the run's Err, named.
+func TestReapConfirmsRemoval(t *testing.T) {
+	confirmWait, confirmPoll = 200*time.Millisecond, 10*time.Millisecond
+	t.Cleanup(func() { confirmWait, confirmPoll = time.Minute, time.Second })
+	for _, c := range []struct {
+		name   string
+		ignore int
+		ok     bool
+	}{
+		{"gone on the second try", 1, true},
+		{"never gone", 1 << 30, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			e := &lingering{Runtime: fake.New(), name: "frozen", ignore: c.ignore}
+			e.AddContainer(fake.Container{ContainerDetails: runtime.ContainerDetails{Name: "frozen",
+				Labels: runtime.RunLabels("killedtest", "test", map[string]string{runtime.LabelOwner: runtime.OwnerOf(999999999, 1)})}})
+			reaped, err := Reap(ctx, e)
+			if err != nil || len(reaped) != 1 {
+				t.Fatalf("Reap = %+v, %v", reaped, err)
+			}
+			left, _ := e.ListContainers(ctx, runtime.Filter{})
+			switch r := reaped[0]; {
+			case c.ok && (r.Err != nil || len(left) != 0 || e.removes != 2):
+				t.Errorf("Err %v, left %d containers after %d removals; want none after 2", r.Err, len(left), e.removes)
+			case !c.ok && (r.Err == nil || !strings.Contains(r.Err.Error(), "container frozen")):
+				t.Errorf("Err %v, want one naming container frozen (left %d)", r.Err, len(left))
+			}
+		})
+	}
+}

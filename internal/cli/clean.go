@@ -100,7 +100,7 @@ func runClean(ctx context.Context, o cleanOptions, stdout, stderr io.Writer) int
 	if code == 2 {
 		return code
 	}
-	if len(removed) == 0 {
+	if len(removed) == 0 && code == 0 {
 		fmt.Fprintln(stdout, "capd-e2e clean: no run to clean up")
 	}
 	for _, r := range runsBefore {
@@ -114,8 +114,9 @@ func runClean(ctx context.Context, o cleanOptions, stdout, stderr io.Writer) int
 
 // reap removes the runs whose process is gone, and the runs ids names
 // (run ids or names of kept runs) whatever their process, and says what it
-// removed. It returns the ids of the runs removed and an exit code: 1 if
-// one was not removed whole, 2 if the engine could not be read.
+// removed, once the engine's listing confirms it (leak.Reap). It returns
+// the ids of the runs removed and an exit code: 1 if one was not removed
+// whole, 2 if the engine could not be read.
 func reap(ctx context.Context, rt runtime.Runtime, s streams, ids ...string) (map[string]bool, int) {
 	reaped, err := leak.Reap(ctx, rt, ids...)
 	if err != nil {
@@ -125,12 +126,15 @@ func reap(ctx context.Context, rt runtime.Runtime, s streams, ids ...string) (ma
 	removed := map[string]bool{}
 	code := 0
 	for _, r := range reaped {
+		if r.Err != nil {
+			// Found, not (all) removed: what is left is in the error.
+			fmt.Fprintf(s.out, "run %s (owner %s, clusters %s): found %s\n", r.Run.ID, r.Run.Owner, strings.Join(r.Run.Clusters, ", "), r.Report)
+			fmt.Fprintf(s.err, "capd-e2e: run %s not removed whole: %v\n", r.Run.ID, r.Err)
+			code = 1
+			continue
+		}
 		removed[r.Run.ID] = true
 		fmt.Fprintf(s.out, "run %s (owner %s, clusters %s): removed %s\n", r.Run.ID, r.Run.Owner, strings.Join(r.Run.Clusters, ", "), r.Report)
-		if r.Err != nil {
-			fmt.Fprintf(s.err, "capd-e2e: run %s: %v\n", r.Run.ID, r.Err)
-			code = 1
-		}
 	}
 	return removed, code
 }
