@@ -4,7 +4,8 @@
 // kind management cluster, its workload clusters' machines and load
 // balancers, and whatever it labelled with its run id; a test killed
 // outright leaves the objects it labelled, without markers, which are its
-// once their owner process is gone.
+// once their owner process is gone, and a killed host test of the runtime
+// the cgroup it froze a task in (moby.ReapHostGroups).
 //
 //	capd-e2e clean              remove everything of the runs whose process is gone (kept runs aside: listed)
 //	capd-e2e clean --list       list the runs in the engine, live, dead or kept
@@ -103,6 +104,9 @@ func runClean(ctx context.Context, o cleanOptions, stdout, stderr io.Writer) int
 	if len(removed) == 0 && code == 0 {
 		fmt.Fprintln(stdout, "capd-e2e clean: no run to clean up")
 	}
+	if c := reapHostGroups(ctx, stdout, stderr); c > code {
+		code = c
+	}
 	for _, r := range runsBefore {
 		if r.Kept != "" && !removed[r.ID] {
 			fmt.Fprintf(stdout, "kept: %q (run %s, clusters %s): left; remove it with `make down NAME=%s` or `make clean-e2e ARGS=\"--run %s\"` (all kept: --kept)\n",
@@ -139,6 +143,26 @@ func reap(ctx context.Context, rt runtime.Runtime, s streams, ids ...string) (ma
 	return removed, code
 }
 
+// reapHostGroups removes the cgroups that killed host tests of the
+// runtime left on this host (moby.ReapHostGroups), and says what it found;
+// 1 if one of a gone owner could not be removed, 2 if they could not be
+// listed.
+func reapHostGroups(ctx context.Context, stdout, stderr io.Writer) int {
+	groups, err := moby.ReapHostGroups(ctx)
+	code := 0
+	for _, g := range groups {
+		fmt.Fprintf(stdout, "host cgroup %s: %s\n", g.Path, g.State())
+		if g.Err != nil {
+			code = 1
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "capd-e2e clean: the host's cgroups:", err)
+		code = 2
+	}
+	return code
+}
+
 func listRuns(ctx context.Context, rt runtime.Runtime, stdout, stderr io.Writer) int {
 	runs, err := leak.Runs(ctx, rt)
 	if err != nil {
@@ -162,6 +186,14 @@ func listRuns(ctx context.Context, rt runtime.Runtime, stdout, stderr io.Writer)
 	}
 	for _, u := range unmarked {
 		fmt.Fprintf(stdout, "%s\tno markers, %d objects\towners %s\n", u.ID, u.Objects, u.State())
+	}
+	groups, err := moby.HostGroups()
+	for _, g := range groups {
+		fmt.Fprintf(stdout, "%s\thost cgroup of a test\t%s\n", g.Path, g.State())
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "capd-e2e clean: the host's cgroups:", err)
+		return 2
 	}
 	return 0
 }

@@ -46,7 +46,7 @@ func TestHostThaw(t *testing.T) {
 				t.Skipf("this host has no %s: %v", c.name, err)
 			}
 			id := runtime.NewRunID()
-			g := filepath.Join(c.parent, "capd-e2e-thaw-"+id)
+			g := filepath.Join(c.parent, HostGroupName(id))
 			sleep, waited := frozenSleep(t, g, c.file, c.frozen, c.thawed)
 
 			if err := sleep.Signal(syscall.SIGKILL); err != nil {
