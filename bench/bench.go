@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	goruntime "runtime"
@@ -173,13 +174,19 @@ type Cmd struct {
 	Args []string
 }
 
-// Run runs c in a process group of its own. When ctx ends, the group gets
-// SIGTERM (the harness's supervisor then cleans up) and, after grace, is
-// killed. The error names the command and its log.
+// Run runs c in a process group of its own. When ctx ends, or this
+// process gets SIGINT or SIGTERM, the group gets SIGTERM (the harness's
+// supervisor then cleans up) and, after grace, is killed: a terminal's
+// Ctrl-C reaches only the foreground group, which the command is not in.
+// A second signal acts as it would without Run. The error names the
+// command and its log.
 func (c Cmd) Run(ctx context.Context, grace time.Duration) error {
 	if len(c.Args) == 0 {
 		return errors.New("bench: a command without arguments")
 	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop)
 	log, err := os.Create(c.Log)
 	if err != nil {
 		return err

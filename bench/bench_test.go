@@ -1,11 +1,14 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -184,6 +187,51 @@ func TestE2EReport(t *testing.T) {
 	for _, notWant := range []string{"SynchronizedBeforeSuite", "| other |", "10:00:36"} {
 		if strings.Contains(got, notWant) {
 			t.Errorf("report holds %q (a suite node, a skipped spec, another cluster's connection):\n%s", notWant, got)
+		}
+	}
+}
+
+// A SIGINT to the benchmark (a terminal's Ctrl-C) ends the command Run
+// started in its own process group, and everything in that group.
+func TestCmdRunEndsOnInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	pidFile := filepath.Join(dir, "pid")
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		done <- Cmd{Log: log, Args: []string{"sh", "-c", `sleep 60 & echo $! >` + pidFile + `; echo started; wait`}}.Run(context.Background(), 5*time.Second)
+	}()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if b, _ := os.ReadFile(log); strings.Contains(string(b), "started") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command did not start in 10s")
+		}
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("Run returned no error for an interrupted command")
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Run did not return within 15s of SIGINT")
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("Run took %s", d)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command's child %d still runs", pid)
 		}
 	}
 }
