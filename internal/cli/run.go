@@ -330,7 +330,10 @@ func (r *supervisor) setStage(stage string) {
 }
 
 // stageLog opens ARTIFACTS/localhost/name for a stage's output, which also
-// goes to stdout and the stage's tail.
+// goes to stdout and the stage's tail. A write to the file that fails (a
+// full artifacts folder) ends the file, said once, not the output: the
+// stage's process must not lose its stdout (the suite died of SIGPIPE,
+// before its reports, when the copy into a full folder stopped).
 func (r *supervisor) stageLog(name string) (io.Writer, func()) {
 	w := []io.Writer{r.s.out, r.tail}
 	f, err := os.Create(filepath.Join(r.o.artifacts, hostDir, name))
@@ -338,7 +341,28 @@ func (r *supervisor) stageLog(name string) (io.Writer, func()) {
 		r.log("%v (the output is not kept)", err)
 		return io.MultiWriter(w...), func() {}
 	}
-	return io.MultiWriter(append(w, f)...), func() { _ = f.Close() } // a log written unbuffered: nothing pending
+	kept := &keptLog{f: f, failed: func(err error) { r.log("%v: the rest of the output is not kept there", err) }}
+	return io.MultiWriter(append(w, kept)...), func() { _ = f.Close() } // a log written unbuffered: nothing pending
+}
+
+// keptLog is a stage's log file that stops taking writes at its first
+// failed one, calling failed once, and never fails a write.
+type keptLog struct {
+	mu     sync.Mutex
+	f      io.Writer
+	err    error
+	failed func(error)
+}
+
+func (k *keptLog) Write(p []byte) (int, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.err == nil {
+		if _, k.err = k.f.Write(p); k.err != nil {
+			k.failed(k.err)
+		}
+	}
+	return len(p), nil
 }
 
 func (r *supervisor) provideImages(ctx context.Context) int {

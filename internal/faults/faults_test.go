@@ -290,6 +290,11 @@ type outcome struct {
 	artifacts []string
 	// logHas are regular expressions the run's log must match.
 	logHas []string
+	// suiteCase, if set, is the name of a test case the JUnit report must
+	// hold: one only the suite's own report has, not the fallback capd-e2e
+	// run writes when the suite wrote none (one test case, named after
+	// the stage the job stopped in).
+	suiteCase string
 }
 
 // check records the run's row and fails the scenario on what is wrong.
@@ -314,6 +319,8 @@ func check(t *testing.T, rt runtime.Runtime, before map[string]bool, r *run, cod
 		junit = "no"
 	case o.fail && !bytes.Contains(ju, []byte("<failure")):
 		junit = "no <failure>"
+	case o.suiteCase != "" && !bytes.Contains(ju, []byte(`<testcase name="`+o.suiteCase+`"`)):
+		junit = "not the suite's own (no test case " + o.suiteCase + ")"
 	case o.fail:
 		meta, _ := os.ReadFile(filepath.Join(r.artifacts(), report.MetadataFile))
 		if !bytes.Contains(meta, []byte(`"`+report.MetaFailingPhase+`"`)) {
@@ -472,9 +479,10 @@ func TestFaults(t *testing.T) {
 		}},
 		{"artifacts-full", func(t *testing.T, before map[string]bool) {
 			// The artifacts folder on a 3 MB tmpfs: the job fills it and
-			// fails; the JUnit report must still be written (the reserve
-			// capd-e2e run keeps), and a failed write must not read as
-			// leftovers.
+			// fails; the suite's own JUnit report must still be written
+			// (the reserve capd-e2e run keeps; its setup's failure is in
+			// the report's [SynchronizedBeforeSuite]), and a failed write
+			// must not read as leftovers.
 			dir := filepath.Join(out, "artifacts-full", "artifacts")
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
@@ -494,7 +502,7 @@ func TestFaults(t *testing.T) {
 			})
 			r := start(t, "artifacts-full")
 			code := r.wait(t, runTimeout)
-			check(t, rt, before, r, code, outcome{phase: "artifacts folder full (3 MB tmpfs)", fail: true})
+			check(t, rt, before, r, code, outcome{phase: "artifacts folder full (3 MB tmpfs)", fail: true, suiteCase: "[SynchronizedBeforeSuite]"})
 			if log, _ := os.ReadFile(r.logPath()); bytes.Contains(log, []byte("left nothing")) && bytes.Contains(log, []byte("the run left objects behind")) {
 				t.Error("leftovers misreported")
 			}
