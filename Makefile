@@ -12,7 +12,13 @@ GINKGO_LABEL_FILTER ?=
 GINKGO_NODES ?= 1
 export GINKGO_FOCUS GINKGO_SKIP GINKGO_LABEL_FILTER GINKGO_NODES
 
-.PHONY: test test-podman lint images test-images test-e2e test-e2e-podman test-examples test-registry test-faults clean-e2e up down test-explore iterate
+# The specs CI runs on every change (make test-e2e-ci, docs/ci.md): those
+# that fit its budget, two Ginkgo processes at a time. The rest runs in
+# the periodic job (make test-e2e-periodic: every spec).
+CI_LABEL_FILTER ?= quick-start || kcp-adoption || md-scale || md-rollout || machine-pool || (remediation && !kcp-remediation-bootstrap) || (self-hosted && !ClusterClass) || (K8s-Upgrade && !ClusterClass && !Conformance)
+CI_SKIP ?= control-plane.machine.fails
+
+.PHONY: test test-podman lint images test-images test-e2e test-e2e-ci test-e2e-periodic test-e2e-podman test-examples test-registry test-faults clean-e2e up down test-explore iterate
 
 test: ## Unit and integration tests (needs a Docker-API engine).
 	scripts/test.sh
@@ -31,6 +37,12 @@ test-images: images ## Boot a 2-node kind cluster from the built images (slow).
 
 test-e2e: ## The E2E suite (PR-Blocking quick-start by default).
 	scripts/ci-e2e.sh
+
+test-e2e-ci: ## The specs CI runs on every change (CI_LABEL_FILTER, CI_SKIP), two at a time (docs/ci.md).
+	GINKGO_NODES=2 GINKGO_LABEL_FILTER='$(CI_LABEL_FILTER)' GINKGO_SKIP='$(CI_SKIP)' scripts/ci-e2e.sh
+
+test-e2e-periodic: ## Every spec of the suite, two at a time, conformance last and alone: the periodic job (docs/ci.md; hours).
+	GINKGO_NODES=2 GINKGO_LABEL_FILTER='!explore' GINKGO_TIMEOUT=$${GINKGO_TIMEOUT:-8h} scripts/ci-e2e.sh
 
 test-e2e-podman: ## The E2E on rootful Podman's Docker-API service (docs/podman.md; host settings under CAPD_E2E_FIX_ENGINE).
 	scripts/test-e2e-podman.sh
@@ -54,7 +66,7 @@ up: ## A management and a workload cluster left running to explore (NAME, FLAVOR
 down: ## Remove what `make up` kept (NAME, default explore).
 	scripts/capd-e2e.sh down
 
-test-explore: ## make up, every step of docs/explore.md, make down (NAME, default guide).
+test-explore: ## make up, one make iterate (with CAPI_SOURCE_DIR), every step of docs/explore.md, make down (NAME, default guide).
 	scripts/test-explore.sh
 
 iterate: ## The inner loop: rebuild changed controllers from CAPI_SOURCE_DIR, load them into `make up`'s cluster, roll them out, run GINKGO_LABEL_FILTER against it.
