@@ -603,7 +603,7 @@ func badClusterClass(rt runtime.Runtime) func(*testing.T, map[string]bool) {
 				t.Fatal(err)
 			}
 		}
-		edit("data/clusterclass-quick-start.yaml", "kindest/node:{{ .builtin.machineDeployment.version }}", "kindest/node:{{ .preLoadImages.tag }}")
+		edit("data/clusterclass-quick-start.yaml", ":{{ .builtin.machineDeployment.version }}", ":{{ .preLoadImages.tag }}")
 		edit("config/e2e.yaml", "\nintervals:\n", "\nintervals:\n  quick-start/wait-cluster: [\"1m\", \"5s\"]\n")
 		cmd := exec.Command(capdE2E, "run", "--ginkgo", ginkgo)
 		cmd.Dir = copyDir
