@@ -140,17 +140,10 @@ func ReapHostGroups(ctx context.Context) ([]HostGroup, error) {
 }
 
 func removeHostGroup(ctx context.Context, dir string) error {
-	var errs []error
 	// A group stays frozen while a parent is: the test's groups are at
 	// the top, so thawing the group and its children is enough.
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			if _, err := thawGroup(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, err)
-			}
-		}
-		return nil
-	})
+	_, err := thawTree(dir)
+	errs := []error{err}
 	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		errs = append(errs, err)

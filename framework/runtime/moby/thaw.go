@@ -119,23 +119,35 @@ func (t thawer) thaw(id string) ([]string, error) {
 	var thawed []string
 	var errs []error
 	for _, root := range roots {
-		// The callback returns no error, so WalkDir returns none; thaw
-		// errors are collected in errs.
-		_ = filepath.WalkDir(root, func(dir string, d fs.DirEntry, err error) error {
-			if err != nil || !d.IsDir() {
-				// A group that went away, or a file: nothing to thaw.
-				return nil
-			}
-			did, err := thawGroup(dir)
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, err)
-			}
-			if did {
-				thawed = append(thawed, dir)
-			}
-			return nil
-		})
+		did, err := thawTree(root)
+		thawed = append(thawed, did...)
+		errs = append(errs, err)
 	}
+	return thawed, errors.Join(errs...)
+}
+
+// thawTree thaws every frozen group at or under root, parents first, and
+// returns those it thawed. Groups that vanish meanwhile (their tasks
+// exited) are no error.
+func thawTree(root string) ([]string, error) {
+	var thawed []string
+	var errs []error
+	// The callback returns no error, so WalkDir returns none; thaw
+	// errors are collected in errs.
+	_ = filepath.WalkDir(root, func(dir string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			// A group that went away, or a file: nothing to thaw.
+			return nil
+		}
+		did, err := thawGroup(dir)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+		if did {
+			thawed = append(thawed, dir)
+		}
+		return nil
+	})
 	return thawed, errors.Join(errs...)
 }
 
