@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -89,7 +90,7 @@ type flavor struct {
 }
 
 // classFiles are the ClusterClasses of this folder.
-var classFiles = []string{"clusterclass-quick-start.yaml"}
+var classFiles = []string{"clusterclass-in-memory.yaml", "clusterclass-quick-start.yaml"}
 
 func baseKinds(extra map[string]int) map[string]int {
 	k := map[string]int{
@@ -120,7 +121,61 @@ var upstreamTaints = []clusterv1.MachineTaint{
 	{Key: "pre-existing-always-taint", Value: "always-value", Effect: corev1.TaintEffectPreferNoSchedule, Propagation: clusterv1.MachineTaintPropagationAlways},
 }
 
+// inMemoryKinds are the objects of a flavor whose Cluster is of the
+// in-memory ClusterClass: the Cluster and the class with its templates;
+// no CNI (nothing runs).
+var inMemoryKinds = map[string]int{
+	"Cluster": 1, "ClusterClass": 1, "DevClusterTemplate": 1, "KubeadmControlPlaneTemplate": 1,
+	"DevMachineTemplate": 2, "KubeadmConfigTemplate": 1,
+}
+
+// checkInMemory checks a flavor of the in-memory ClusterClass: every
+// template on the in-memory backend, the class's patches and upgrade plan
+// from the extension registered as extensionConfig, and the counts and
+// version clusterctl was given.
+func checkInMemory(extensionConfig string) func(objs []client.Object, vars map[string]string) {
+	return func(objs []client.Object, vars map[string]string) {
+		cluster := find[*clusterv1.Cluster](objs, clusterName)
+		Expect(cluster.Spec.Topology.ClassRef.Name).To(Equal("in-memory"))
+		Expect(cluster.Spec.Topology.ClassRef.Namespace).To(Equal(namespace))
+		Expect(cluster.Spec.Topology.Version).To(Equal(vars["KUBERNETES_VERSION"]))
+		Expect(cluster.Spec.Topology.ControlPlane.Replicas).To(HaveValue(Equal(int32(cpCount))))
+		Expect(cluster.Spec.Topology.Workers.MachineDeployments).To(ConsistOf(SatisfyAll(
+			HaveField("Name", "md-0"), HaveField("Class", "default-worker"), HaveField("Replicas", HaveValue(Equal(int32(workerCount)))))))
+		class := find[*clusterv1.ClusterClass](objs, "in-memory")
+		Expect(class.Spec.Patches).To(ConsistOf(HaveField("External", SatisfyAll(
+			HaveField("GeneratePatchesExtension", Equal("generate-patches."+extensionConfig)),
+			HaveField("DiscoverVariablesExtension", Equal("discover-variables."+extensionConfig))))))
+		Expect(class.Spec.Upgrade.External.GenerateUpgradePlanExtension).To(Equal("generate-upgrade-plan." + extensionConfig))
+		dc := find[*infrav1.DevClusterTemplate](objs, class.Spec.Infrastructure.TemplateRef.Name)
+		Expect(dc.Spec.Template.Spec.Backend.InMemory).ToNot(BeNil())
+		Expect(dc.Spec.Template.Spec.Backend.Docker).To(BeNil())
+		for _, name := range []string{class.Spec.ControlPlane.MachineInfrastructure.TemplateRef.Name, class.Spec.Workers.MachineDeployments[0].Infrastructure.TemplateRef.Name} {
+			dmt := find[*infrav1.DevMachineTemplate](objs, name)
+			Expect(dmt.Spec.Template.Spec.Backend.InMemory).ToNot(BeNil(), "template %s", name)
+			Expect(dmt.Spec.Template.Spec.Backend.Docker).To(BeNil(), "template %s", name)
+		}
+	}
+}
+
 var flavors = []flavor{
+	{name: "in-memory-scale", file: "cluster-template-in-memory-scale.yaml", custom: true, kinds: inMemoryKinds, check: checkInMemory("scale")},
+	{
+		name: "in-memory-topology", file: "cluster-template-in-memory-topology.yaml", custom: true, kinds: inMemoryKinds,
+		// As upstream's ClusterInPlaceUpdateSpec renders it.
+		variables: map[string]string{"EXTENSION_CONFIG_NAME": "in-place-update", "KUBEADM_CONTROL_PLANE_MAX_SURGE": "0", "MD_MAX_SURGE": "1", "MD_MAX_UNAVAILABLE": "1"},
+		check: func(objs []client.Object, vars map[string]string) {
+			checkInMemory("in-place-update")(objs, vars)
+			topology := find[*clusterv1.Cluster](objs, clusterName).Spec.Topology
+			Expect(topology.ControlPlane.Taints).To(Equal(upstreamTaints))
+			md := topology.Workers.MachineDeployments[0]
+			Expect(md.Taints).To(Equal(upstreamTaints))
+			Expect(md.Rollout.Strategy.RollingUpdate.MaxSurge).To(HaveValue(Equal(intstr.FromInt32(1))))
+			Expect(md.Rollout.Strategy.RollingUpdate.MaxUnavailable).To(HaveValue(Equal(intstr.FromInt32(1))))
+			Expect(topology.Variables).To(ContainElement(SatisfyAll(
+				HaveField("Name", "kubeadmControlPlaneMaxSurge"), HaveField("Value.Raw", BeEquivalentTo(`"0"`)))))
+		},
+	},
 	{name: "", file: "cluster-template.yaml", kinds: baseKinds(nil)},
 	{
 		name: "kcp-md-taints", file: "cluster-template-kcp-md-taints.yaml", kinds: baseKinds(nil),

@@ -21,14 +21,19 @@ type specFacts struct {
 	// selects by it.
 	label string
 	// variables are the config variables the spec reads; all but
-	// KUBETEST_CONFIGURATION are Kubernetes versions, each of which needs
-	// a node image.
+	// KUBETEST_CONFIGURATION, ETCD_VERSION_UPGRADE_TO and
+	// COREDNS_VERSION_UPGRADE_TO are Kubernetes versions, each of which
+	// needs a node image (unless inMemory).
 	variables []string
 	// conformance is the variable at whose Kubernetes version the spec
 	// runs the conformance suite, if it does.
 	conformance string
 	// testExtension: the spec drives Cluster API's test runtime extension.
 	testExtension bool
+	// inMemory: the spec's clusters run on CAPD's in-memory backend, so
+	// its Kubernetes versions need no node image and nothing of it runs in
+	// the container engine (no load balancer either).
+	inMemory bool
 	// previousRelease: the spec upgrades from build.clusterAPI.previous.
 	previousRelease bool
 	// waits lists every wait the spec makes, in order, one entry per wait

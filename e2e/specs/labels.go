@@ -33,6 +33,8 @@ package specs
 //	ClusterClassRolloutSpec  clusterclass-rollout            ClusterClass
 //	KCPAndMachineDeploymentRolloutSpec kcp-md-rollout
 //	KCPRemediationSpec       kcp-remediation-bootstrap, remediation
+//	ClusterInPlaceUpdateSpec in-place-update                 ClusterClass, in-memory
+//	ScaleSpec                in-memory-scale                 ClusterClass, in-memory
 //
 // capd-e2e's own suite (e2e/) puts PR-Blocking and ClusterClass on the
 // quick-start with the topology flavor, as upstream's PR gate does.
@@ -122,6 +124,18 @@ const (
 	// after (upstream's KCPRemediationSpec, which upstream names
 	// kcp-remediation and leaves unlabelled).
 	LabelKCPRemediationBootstrap = "kcp-remediation-bootstrap"
+	// LabelInPlaceUpdate marks the spec in which a cluster's Machines are
+	// updated in place, through a runtime extension, instead of replaced
+	// (upstream's in-place-update).
+	LabelInPlaceUpdate = "in-place-update"
+	// LabelInMemoryScale marks upstream's ScaleSpec: many clusters created,
+	// upgraded and deleted at once, on CAPD's in-memory backend (upstream
+	// names it scale and leaves it unlabelled; here "scale" labels the
+	// measurement specs of bench/e2e).
+	LabelInMemoryScale = "in-memory-scale"
+	// LabelInMemory marks specs whose clusters run on CAPD's in-memory
+	// backend: fake machines, nothing in the container engine.
+	LabelInMemory = "in-memory"
 	// LabelSlow marks specs that take more than about 20 minutes on a CI
 	// machine.
 	LabelSlow = "slow"

@@ -20,7 +20,12 @@ func Requirements(labels ...string) []suite.Requirement {
 		}
 		intervals := slices.Concat(f.waits, f.cleanupWaitsOf())
 		slices.Sort(intervals)
-		versions := slices.DeleteFunc(slices.Clone(f.variables), func(v string) bool { return v == varKubetestConfiguration })
+		versions := slices.DeleteFunc(slices.Clone(f.variables), func(v string) bool {
+			return v == varKubetestConfiguration || v == varEtcdVersionUpgradeTo || v == varCoreDNSVersionUpgradeTo
+		})
+		if f.inMemory {
+			versions = nil
+		}
 		var conformance []string
 		if f.conformance != "" {
 			conformance = []string{f.conformance}
@@ -34,6 +39,7 @@ func Requirements(labels ...string) []suite.Requirement {
 			Intervals:          slices.Compact(intervals),
 			TestExtension:      f.testExtension,
 			PreviousRelease:    f.previousRelease,
+			InMemory:           f.inMemory,
 		})
 	}
 	return out

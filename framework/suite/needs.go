@@ -75,7 +75,9 @@ func imagesNeeded(cfg *config.Config, reqs []Requirement, management bool) []sel
 		}
 	}
 	for _, r := range reqs {
-		add(cfg.Build.LoadBalancer.Image, r.Spec)
+		if !r.InMemory {
+			add(cfg.Build.LoadBalancer.Image, r.Spec)
+		}
 		for _, v := range r.KubernetesVersions {
 			add(nodeImage(v), r.Spec)
 		}

@@ -21,6 +21,9 @@ func TestImagesNeededPerSpec(t *testing.T) {
 	runtimeSDK.Spec, runtimeSDK.TestExtension = "k8s-upgrade-with-runtimesdk", true
 	clusterctlUpgrade := Requirement{Spec: "clusterctl-upgrade", Label: "clusterctl-upgrade",
 		KubernetesVersions: []string{"KUBERNETES_VERSION"}, PreviousRelease: true}
+	// An in-memory spec's clusters are CAPD's fakes: the management
+	// cluster and the test extension, nothing for the clusters themselves.
+	scale := Requirement{Spec: "scale", Label: "in-memory-scale", TestExtension: true, InMemory: true}
 	conformance := Requirement{Spec: "k8s-conformance", Label: "Conformance",
 		KubernetesVersions: []string{"KUBERNETES_VERSION"}, Conformance: []string{"KUBERNETES_VERSION"}}
 
@@ -89,6 +92,9 @@ func TestImagesNeededPerSpec(t *testing.T) {
 		{name: "clusterctl upgrade", reqs: []Requirement{clusterctlUpgrade}, management: true,
 			want:   map[string][]string{prevCore: {"clusterctl-upgrade"}, cfg.Build.ClusterAPI.Images.Core: {selection.SuiteSetup, "clusterctl-upgrade"}},
 			absent: []string{ext}},
+		{name: "in-memory", reqs: []Requirement{scale}, management: true,
+			want:   map[string][]string{ext: {"scale"}, node("KUBERNETES_VERSION_MANAGEMENT"): {selection.SuiteSetup}},
+			absent: []string{lb, from, prevCore, conformanceImage}},
 		{name: "existing management cluster", reqs: []Requirement{quickStart}, management: false,
 			want:   map[string][]string{node("KUBERNETES_VERSION"): {"quick-start"}, lb: {"quick-start"}},
 			absent: []string{cfg.Build.ClusterAPI.Images.Core, ext, prevCore}},

@@ -35,6 +35,10 @@ type Requirement struct {
 	// PreviousRelease is set when the spec upgrades from
 	// build.clusterAPI.previous (which must then be set).
 	PreviousRelease bool
+	// InMemory is set when the spec's clusters run on CAPD's in-memory
+	// backend: it needs nothing in the engine for them (no load balancer
+	// image; KubernetesVersions is then empty: no node image either).
+	InMemory bool
 	// Conformance are the variables among KubernetesVersions at whose
 	// version the spec runs Kubernetes' conformance suite: that
 	// build.kubernetes entry needs a conformance section (its image and
