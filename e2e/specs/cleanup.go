@@ -284,21 +284,25 @@ func (r *run) finalCleanup(ctx SpecContext) {
 	})
 }
 
-// checkLeaks returns an error naming what cluster left in the engine once
-// deleted, after removing it, so that one leak does not cascade into the
-// next specs: the spec still fails, naming what was left.
-func checkLeaks(ctx context.Context, rt Engine, cluster string) error {
-	rep, err := leak.Check(ctx, rt, leak.Selector{Cluster: cluster})
+// checkLeaks returns an error naming what the clusters left in the engine
+// once deleted, after removing it, so that one leak does not cascade into
+// the next specs: the spec still fails, naming what was left.
+func checkLeaks(ctx context.Context, rt Engine, clusters ...string) error {
+	rep, err := leak.Check(ctx, rt, leak.Selector{Clusters: clusters})
 	if err != nil {
 		return err
 	}
 	if rep.Empty() {
 		return nil
 	}
-	if rerr := leak.Remove(ctx, rt, rep); rerr != nil {
-		fmt.Fprintf(GinkgoWriter, "removing leftovers of %s: %v\n", cluster, rerr)
+	what := "cluster " + strings.Join(clusters, ", ")
+	if len(clusters) > 1 {
+		what = "clusters " + strings.Join(clusters, ", ")
 	}
-	return fmt.Errorf("the deletion of cluster %s left objects behind (now removed): %w", cluster, rep.Err())
+	if rerr := leak.Remove(ctx, rt, rep); rerr != nil {
+		fmt.Fprintf(GinkgoWriter, "removing leftovers of %s: %v\n", what, rerr)
+	}
+	return fmt.Errorf("the deletion of %s left objects behind (now removed): %w", what, rep.Err())
 }
 
 // writeSummary records the spec's failure, if any, and writes the summary

@@ -10,8 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"sigs.k8s.io/cluster-api/test/framework"
-
-	"github.com/capd-e2e/capd-e2e/framework/leak"
 )
 
 // inMemoryProxy is the management cluster's proxy for an upstream spec
@@ -94,15 +92,7 @@ func (p *inMemoryProxy) checkNothingInEngine() {
 			return
 		}
 		By(fmt.Sprintf("cleanup: nothing of the %d in-memory clusters in the engine", len(clusters)))
-		rep, err := leak.Check(ctx, p.in.Runtime, leak.Selector{Clusters: clusters})
-		Expect(err).ToNot(HaveOccurred(), "list the engine's objects of the in-memory clusters")
-		if rep.Empty() {
-			return
-		}
-		if rerr := leak.Remove(ctx, p.in.Runtime, rep); rerr != nil {
-			fmt.Fprintf(GinkgoWriter, "removing what the in-memory clusters have in the engine: %v\n", rerr)
-		}
-		Fail(fmt.Sprintf("in-memory clusters have objects in the engine (now removed): %v", rep.Err()))
+		Expect(checkLeaks(ctx, p.in.Runtime, clusters...)).To(Succeed())
 	}, NodeTimeout(cleanupAllowance))
 }
 

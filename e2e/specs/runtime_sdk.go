@@ -117,10 +117,10 @@ func RuntimeSDKSpec(inputGetter func() RuntimeSDKSpecInput) {
 			r.step("register the test extension for the spec's namespace", func() {
 				ns, svc := in.ExtensionServiceNamespace, in.ExtensionServiceName
 				if ns == "" {
-					ns = "test-extension-system"
+					ns = testExtensionNamespace
 				}
 				if svc == "" {
-					svc = "test-extension-webhook-service"
+					svc = testExtensionService
 				}
 				h.createExtensionConfig(ctx, ns, svc)
 			})
