@@ -316,6 +316,12 @@ const (
 	// CAPD's MachinePool compares that name with the template's and, on a
 	// mismatch, creates a machine on every reconcile.
 	VarNodeImageRepository = "NODE_IMAGE_REPOSITORY"
+	// VarKubeadmBinariesDir is the host folder holding
+	// <version>/kubeadm for the Kubernetes versions whose kubeadm a
+	// selected spec's machines mount (Requirement.KubeadmBinaries): the
+	// suite copies each out of its node image and sets it, unless the
+	// config or environment does.
+	VarKubeadmBinariesDir = "KUBEADM_BINARIES_DIR"
 )
 
 // validateCrossChecks checks that sections agree, with the variables as

@@ -47,10 +47,12 @@ type Environment struct {
 	// managementClusterName with the run id appended.
 	ManagementClusterName string
 
-	cfg         *config.Config
-	kind        *bootstrap.KindCluster
-	tracker     *leak.Tracker
-	privateDir  string
+	cfg        *config.Config
+	kind       *bootstrap.KindCluster
+	tracker    *leak.Tracker
+	privateDir string
+	// kubeadmDir is setup's KUBEADM_BINARIES_DIR, "" when it made none.
+	kubeadmDir  string
 	log         func(string, ...any)
 	ownRuntime  bool
 	stopWatches context.CancelFunc

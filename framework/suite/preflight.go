@@ -44,6 +44,12 @@ type Requirement struct {
 	// build.kubernetes entry needs a conformance section (its image and
 	// e2e test images).
 	Conformance []string
+	// KubeadmBinaries are the variables among KubernetesVersions whose
+	// kubeadm binary the spec's machines mount from the host: setup
+	// copies each out of its node image into the folder it sets as
+	// KUBEADM_BINARIES_DIR (config.VarKubeadmBinariesDir), as
+	// <version>/kubeadm.
+	KubeadmBinaries []string
 }
 
 // preflight checks that cfg (with the environment's overrides) has what

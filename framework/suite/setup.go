@@ -99,6 +99,8 @@ func Setup(ctx context.Context, in SetupInput, log func(format string, args ...a
 		{nil, never, s.deriveUpstream},
 		{fixed("check the engine"), never, s.checkEngine},
 		{fixed("check images"), never, s.checkImages},
+		// Before the repository: it sets a variable the templates read.
+		{fixed("copy kubeadm out of the node images the specs mount it from"), func() bool { return len(s.kubeadmVersions()) == 0 }, s.extractKubeadm},
 		// Before anything is created: what runs killed earlier left behind
 		// (never a live run's).
 		{fixed("remove what dead runs left"), never, s.reapDeadRuns},

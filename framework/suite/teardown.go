@@ -53,6 +53,9 @@ func (e *Environment) Teardown(ctx context.Context) error {
 	if e.privateDir != "" && !e.SkipCleanup {
 		errs = append(errs, os.RemoveAll(e.privateDir))
 	}
+	if e.kubeadmDir != "" && !e.SkipCleanup {
+		errs = append(errs, os.RemoveAll(e.kubeadmDir))
+	}
 	return errors.Join(errs...)
 }
 
