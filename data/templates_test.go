@@ -3,6 +3,7 @@ package data_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -90,7 +91,7 @@ type flavor struct {
 }
 
 // classFiles are the ClusterClasses of this folder.
-var classFiles = []string{"clusterclass-in-memory.yaml", "clusterclass-quick-start.yaml"}
+var classFiles = []string{"clusterclass-in-memory.yaml", "clusterclass-quick-start-runtimesdk.yaml", "clusterclass-quick-start.yaml"}
 
 func baseKinds(extra map[string]int) map[string]int {
 	k := map[string]int{
@@ -178,6 +179,22 @@ var flavors = []flavor{
 	},
 	{name: "", file: "cluster-template.yaml", kinds: baseKinds(nil)},
 	{
+		name: "ignition", file: "cluster-template-ignition.yaml", kinds: baseKinds(nil),
+		check: func(objs []client.Object, _ map[string]string) {
+			kcp := find[*controlplanev1.KubeadmControlPlane](objs, clusterName+"-control-plane")
+			Expect(kcp.Spec.KubeadmConfigSpec.Format).To(Equal(bootstrapv1.Ignition))
+			const containerd = "unix:///var/run/containerd/containerd.sock"
+			Expect(kcp.Spec.KubeadmConfigSpec.InitConfiguration.NodeRegistration.CRISocket).To(Equal(containerd))
+			Expect(kcp.Spec.KubeadmConfigSpec.JoinConfiguration.NodeRegistration.CRISocket).To(Equal(containerd))
+			kct := find[*bootstrapv1.KubeadmConfigTemplate](objs, clusterName+"-md-0").Spec.Template.Spec
+			Expect(kct.Format).To(Equal(bootstrapv1.Ignition))
+			Expect(kct.JoinConfiguration.NodeRegistration.CRISocket).To(Equal(containerd))
+			// What the quick-start's Ignition check reads on each worker.
+			Expect(kct.Ignition.ContainerLinuxConfig.AdditionalConfig).To(And(
+				ContainSubstring("path: /opt/foo"), ContainSubstring("inline: Howdy!")))
+		},
+	},
+	{
 		name: "kcp-md-taints", file: "cluster-template-kcp-md-taints.yaml", kinds: baseKinds(nil),
 		check: func(objs []client.Object, _ map[string]string) {
 			Expect(find[*controlplanev1.KubeadmControlPlane](objs, clusterName+"-control-plane").Spec.MachineTemplate.Spec.Taints).To(Equal(upstreamTaints))
@@ -259,6 +276,17 @@ var flavors = []flavor{
 			Expect(topology.Workers.MachineDeployments).To(HaveLen(1))
 			Expect(topology.Workers.MachineDeployments[0].Taints).To(Equal(upstreamTaints))
 		},
+	},
+	{
+		name: "topology-kubeadm-version", file: "cluster-template-topology-kubeadm-version.yaml", custom: true,
+		kinds: map[string]int{
+			"Cluster": 1, "ClusterClass": 1, "DevClusterTemplate": 1, "KubeadmControlPlaneTemplate": 1,
+			"DevMachineTemplate": 2, "KubeadmConfigTemplate": 1, "ConfigMap": 1, "ClusterResourceSet": 1,
+		},
+		// As upstream's KubeadmJoinOldNodesSpec renders it, with the folder
+		// setup sets.
+		variables: map[string]string{"EXTENSION_CONFIG_NAME": "kubeadm-join-old-nodes", "KUBEADM_BINARIES_DIR": "/tmp/capd-e2e-run-kubeadm-1"},
+		check:     checkKubeadmVersion,
 	},
 	{
 		name: "topology-kcp-only", file: "cluster-template-topology-kcp-only.yaml", topology: true, noWorkers: true,
@@ -781,4 +809,63 @@ func find[T client.Object](objs []client.Object, name string) T {
 	var zero T
 	Fail(fmt.Sprintf("no %T named %q among the rendered objects", zero, name))
 	return zero
+}
+
+// checkKubeadmVersion checks the topology-kubeadm-version flavor: a
+// Cluster of quick-start-runtimesdk whose patches all come from the
+// extension the spec registers (and no upgrade plan from it: it knows
+// only kind's mapped versions); md-0's workers mount KUBEADM_BINARIES_DIR
+// and run the fetch script, rendered as a template, which installs the
+// control plane version's kubeadm from there; the machines carry the
+// settings our hosts need.
+func checkKubeadmVersion(objs []client.Object, vars map[string]string) {
+	cluster := find[*clusterv1.Cluster](objs, clusterName)
+	topo := cluster.Spec.Topology
+	Expect(topo.ClassRef.Name).To(Equal("quick-start-runtimesdk"))
+	Expect(topo.ClassRef.Namespace).To(Equal(namespace))
+	Expect(topo.Version).To(Equal(vars["KUBERNETES_VERSION"]))
+	Expect(topo.ControlPlane.Replicas).To(HaveValue(Equal(int32(cpCount))))
+	Expect(topo.Variables).To(ConsistOf(SatisfyAll(HaveField("Name", "imageRepository"), HaveField("Value.Raw", BeEquivalentTo(`"kindest"`)))))
+	Expect(topo.Workers.MachineDeployments).To(HaveLen(1))
+	md := topo.Workers.MachineDeployments[0]
+	Expect(md.Name).To(Equal("md-0"))
+	Expect(md.Replicas).To(HaveValue(Equal(int32(workerCount))))
+	overrides := map[string]string{}
+	for _, v := range md.Variables.Overrides {
+		overrides[v.Name] = string(v.Value.Raw)
+	}
+	Expect(overrides).To(HaveKey("preKubeadmCommands"))
+	Expect(overrides["preKubeadmCommands"]).To(ContainSubstring(`bash /run/cluster-api/fetch-kubeadm.sh \u003e /var/log/fetch-kubeadm.log 2\u003e\u00261`))
+	var files []struct{ Path, Content, ContentFormat string }
+	Expect(json.Unmarshal([]byte(overrides["files"]), &files)).To(Succeed())
+	Expect(files).To(HaveLen(1))
+	Expect(files[0].Path).To(Equal("/run/cluster-api/fetch-kubeadm.sh"))
+	Expect(files[0].ContentFormat).To(Equal("Template"))
+	// What upstream's spec reads in the machine, and our source: the
+	// doubled dollar signs are single after clusterctl.
+	Expect(files[0].Content).To(And(
+		ContainSubstring(`version="{{ .controlPlane.version }}"`),
+		ContainSubstring(`echo "fetch-kubeadm.sh: raw version from template: '$version'"`),
+		ContainSubstring(`source="/capd-e2e/kubeadm/$version/kubeadm"`),
+		Not(ContainSubstring("$$")), Not(ContainSubstring("dl.k8s.io"))))
+
+	class := find[*clusterv1.ClusterClass](objs, "quick-start-runtimesdk")
+	const ext = "kubeadm-join-old-nodes"
+	Expect(class.Spec.Patches).To(ConsistOf(HaveField("External", SatisfyAll(
+		HaveField("GeneratePatchesExtension", Equal("generate-patches."+ext)),
+		HaveField("ValidateTopologyExtension", Equal("validate-topology."+ext)),
+		HaveField("DiscoverVariablesExtension", Equal("discover-variables."+ext))))))
+	Expect(class.Spec.Upgrade.External.GenerateUpgradePlanExtension).To(BeEmpty())
+	Expect(class.Spec.Workers.MachinePools).To(BeEmpty())
+	worker := find[*infrav1.DevMachineTemplate](objs, class.Spec.Workers.MachineDeployments[0].Infrastructure.TemplateRef.Name)
+	Expect(worker.Spec.Template.Spec.Backend.Docker.ExtraMounts).To(ConsistOf(infrav1.Mount{
+		ContainerPath: "/capd-e2e/kubeadm", HostPath: "/tmp/capd-e2e-run-kubeadm-1", Readonly: true,
+	}))
+	cloud := ptr.To(vars["DOCKER_CLOUD_PROVIDER"])
+	kcpt := find[*controlplanev1.KubeadmControlPlaneTemplate](objs, class.Spec.ControlPlane.TemplateRef.Name).Spec.Template.Spec.KubeadmConfigSpec
+	checkArg(kcpt.ClusterConfiguration.ControllerManager.ExtraArgs, "cloud-provider", cloud)
+	checkNodeRegistration(kcpt.InitConfiguration.NodeRegistration, cloud)
+	checkNodeRegistration(kcpt.JoinConfiguration.NodeRegistration, cloud)
+	kct := find[*bootstrapv1.KubeadmConfigTemplate](objs, class.Spec.Workers.MachineDeployments[0].Bootstrap.TemplateRef.Name)
+	checkNodeRegistration(kct.Spec.Template.Spec.JoinConfiguration.NodeRegistration, cloud)
 }

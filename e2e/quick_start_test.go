@@ -30,3 +30,15 @@ var _ = Describe("When following the quick-start with ClusterClass and a control
 		return specs.QuickStartSpecInput{CommonInput: commonInput(), Flavor: ptr.To("topology-kcp-only"), WorkerMachineCount: ptr.To[int64](0)}
 	})
 })
+
+// Upstream's quick-start ignition: every machine bootstrapped from an
+// Ignition config; ours also checks that each was (specs.CheckIgnitionBootstrap).
+var _ = Describe("When following the quick-start with Ignition", Label(specs.LabelIgnition), func() {
+	specs.QuickStartSpec(func() specs.QuickStartSpecInput {
+		in := commonInput()
+		return specs.QuickStartSpecInput{
+			CommonInput: in, Flavor: ptr.To("ignition"),
+			PostMachinesProvisioned: specs.CheckIgnitionBootstrap(in.Runtime, "/opt/foo", "Howdy!"),
+		}
+	})
+})

@@ -34,6 +34,9 @@ type specFacts struct {
 	// its Kubernetes versions need no node image and nothing of it runs in
 	// the container engine (no load balancer either).
 	inMemory bool
+	// kubeadmBinaries are the variables among variables whose kubeadm the
+	// spec's machines mount from the host (suite.Requirement).
+	kubeadmBinaries []string
 	// previousRelease: the spec upgrades from build.clusterAPI.previous.
 	previousRelease bool
 	// waits lists every wait the spec makes, in order, one entry per wait
@@ -81,6 +84,11 @@ func declare(f specFacts) string {
 	}
 	if f.conformance != "" && !slices.Contains(f.variables, f.conformance) {
 		panic(fmt.Sprintf("specs: spec %q runs conformance at %s, which its variables do not list", f.name, f.conformance))
+	}
+	for _, v := range f.kubeadmBinaries {
+		if !slices.Contains(f.variables, v) {
+			panic(fmt.Sprintf("specs: spec %q mounts the kubeadm of %s, which its variables do not list", f.name, v))
+		}
 	}
 	declared[f.name] = f
 	return f.name

@@ -21,6 +21,8 @@ func TestDeclareRejects(t *testing.T) {
 		"no name": {specFacts{label: LabelQuickStart, waits: []string{"wait-cluster"}, files: []string{"x.go"}}, `lack name`},
 		"conformance": {specFacts{name: "new-spec", label: LabelConformance, waits: []string{"wait-conformance"}, files: []string{"x.go"},
 			variables: []string{varKubernetesVersion}, conformance: varKubernetesVersionUpgradeTo}, "runs conformance at KUBERNETES_VERSION_UPGRADE_TO, which its variables do not list"},
+		"kubeadm": {specFacts{name: "new-spec", label: LabelKubeadmJoinOldNodes, waits: []string{"wait-cluster"}, files: []string{"x.go"},
+			variables: []string{varKubernetesVersion}, kubeadmBinaries: []string{varKubernetesVersionUpgradeTo}}, "mounts the kubeadm of KUBERNETES_VERSION_UPGRADE_TO, which its variables do not list"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
@@ -41,7 +43,7 @@ func TestDeclareRejects(t *testing.T) {
 // each once, with files that exist.
 func TestEverySpecDeclared(t *testing.T) {
 	want := []string{"cluster-deletion", "clusterclass-changes", "clusterclass-rollout", "clusterctl-upgrade", "in-place-update", "k8s-conformance", "k8s-upgrade", "k8s-upgrade-and-conformance",
-		"k8s-upgrade-with-runtimesdk", "kcp-adoption", "kcp-infra-adoption", "kcp-md-rollout", "kcp-remediation", "kcp-remediation-bootstrap", "machine-pool", "md-remediation", "md-rollout", "md-scale", "node-drain", "quick-start", "scale", "self-hosted"}
+		"k8s-upgrade-with-runtimesdk", "kcp-adoption", "kcp-infra-adoption", "kcp-md-rollout", "kcp-remediation", "kcp-remediation-bootstrap", "kubeadm-join-old-nodes", "machine-pool", "md-remediation", "md-rollout", "md-scale", "node-drain", "quick-start", "scale", "self-hosted"}
 	var got []string
 	for _, f := range declaredSpecs() {
 		got = append(got, f.name)

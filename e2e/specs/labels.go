@@ -13,7 +13,8 @@ package specs
 // do, and only from this list:
 //
 //	spec                     on its It                       a suite adds
-//	QuickStartSpec           quick-start                     PR-Blocking, ClusterClass
+//	QuickStartSpec           quick-start                     PR-Blocking, ClusterClass,
+//	                                                         ignition
 //	ClusterUpgradeSpec       K8s-Upgrade, slow               ClusterClass
 //	MachineHealthCheckSpec   remediation
 //	MachinePoolSpec          machine-pool
@@ -35,6 +36,7 @@ package specs
 //	KCPRemediationSpec       kcp-remediation-bootstrap, remediation
 //	ClusterInPlaceUpdateSpec in-place-update                 ClusterClass, in-memory
 //	ScaleSpec                in-memory-scale                 ClusterClass, in-memory
+//	KubeadmJoinOldNodesSpec  kubeadm-join-old-nodes          ClusterClass
 //
 // capd-e2e's own suite (e2e/) puts PR-Blocking and ClusterClass on the
 // quick-start with the topology flavor, as upstream's PR gate does.
@@ -136,6 +138,15 @@ const (
 	// LabelInMemory marks specs whose clusters run on CAPD's in-memory
 	// backend: fake machines, nothing in the container engine.
 	LabelInMemory = "in-memory"
+	// LabelKubeadmJoinOldNodes marks the spec in which a worker of the
+	// old version joins an upgraded control plane with the new kubeadm
+	// (upstream's kubeadm-join-old-nodes, which upstream leaves
+	// unlabelled).
+	LabelKubeadmJoinOldNodes = "kubeadm-join-old-nodes"
+	// LabelIgnition marks the quick-start whose machines are bootstrapped
+	// from Ignition instead of cloud-init (upstream's ignition flavor,
+	// which upstream leaves unlabelled).
+	LabelIgnition = "ignition"
 	// LabelSlow marks specs that take more than about 20 minutes on a CI
 	// machine.
 	LabelSlow = "slow"

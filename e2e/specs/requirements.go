@@ -40,6 +40,7 @@ func Requirements(labels ...string) []suite.Requirement {
 			TestExtension:      f.testExtension,
 			PreviousRelease:    f.previousRelease,
 			InMemory:           f.inMemory,
+			KubeadmBinaries:    slices.Clone(f.kubeadmBinaries),
 		})
 	}
 	return out

@@ -180,6 +180,16 @@ func TestWaitsListWhatTheCodeWaitsFor(t *testing.T) {
 	if got := Requirements(LabelRemediation); len(got) != 2 {
 		t.Errorf("Requirements(remediation) = %+v", got)
 	}
+	// Only the spec whose workers mount a kubeadm asks setup for one.
+	for _, r := range Requirements() {
+		want := []string(nil)
+		if r.Spec == specKubeadmJoinOldNodes {
+			want = []string{varKubernetesVersionUpgradeTo}
+		}
+		if !slices.Equal(r.KubeadmBinaries, want) {
+			t.Errorf("Requirements: %s: KubeadmBinaries = %v, want %v", r.Spec, r.KubeadmBinaries, want)
+		}
+	}
 }
 
 // TestDefaultTimeoutFailsOnAMissingInterval: a config without one of the
