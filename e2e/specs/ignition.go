@@ -32,9 +32,10 @@ const ignitionCheckTimeout = 2 * time.Minute
 //   - its KubeadmConfig asks for Ignition, and its bootstrap data Secret
 //     holds an Ignition config (format "ignition", a JSON document with
 //     ignition.version) rather than cloud-config;
-//   - CAPD ran that config in the machine: /etc/kubeadm.yml, the file
-//     the Ignition config writes for kubeadm (cloud-init's is
-//     /run/kubeadm/kubeadm.yaml), is there;
+//   - CAPD ran that config in the machine: its kubeadm.service unit
+//     (cloud-init has none) ended with the result "success", and its
+//     /etc/kubeadm.sh moved /etc/kubeadm.yml to /tmp, which it does
+//     after kubeadm succeeded;
 //   - on a worker, file holds content: the flavor's additional Ignition
 //     config writes it, so a bootstrap that dropped that config fails.
 //
@@ -88,8 +89,10 @@ func checkIgnitionMachine(ctx context.Context, c client.Client, engine Engine, m
 
 	Expect(m.Status.NodeRef.IsDefined()).To(BeTrue(), "Machine %s has no Node", m.Name)
 	node := m.Status.NodeRef.Name
-	Expect(execOutput(ctx, engine, node, "sh", "-c", "test -s /etc/kubeadm.yml && echo present")).To(Equal("present"),
-		"Machine %s (container %s): /etc/kubeadm.yml, written by its Ignition config", m.Name, node)
+	Expect(execOutput(ctx, engine, node, "systemctl", "show", "--property=Result", "--value", "kubeadm.service")).To(Equal("success"),
+		"Machine %s (container %s): the result of kubeadm.service, the unit of its Ignition config that runs kubeadm", m.Name, node)
+	Expect(execOutput(ctx, engine, node, "sh", "-c", "test -s /tmp/kubeadm.yml && echo moved")).To(Equal("moved"),
+		"Machine %s (container %s): /tmp/kubeadm.yml, where the Ignition config's /etc/kubeadm.sh moves /etc/kubeadm.yml after kubeadm succeeded", m.Name, node)
 }
 
 // execOutput runs cmd in container and returns its standard output,
