@@ -126,6 +126,12 @@ var _ = Describe("ClusterClass quick-start's control-plane patches", func() {
 		Expect(out.Spec).To(Equal(template.Spec))
 	})
 
+	It("advertises the API server's IPv6 address only with ipv6Primary", func(ctx SpecContext) {
+		out := patched(ctx, map[string]string{"ipv6Primary": "true"}, "ipv6Primary")
+		Expect(out.Spec.Template.Spec.KubeadmConfigSpec.InitConfiguration.LocalAPIEndpoint.AdvertiseAddress).To(Equal("::"))
+		Expect(patched(ctx, map[string]string{"ipv6Primary": "false"}, "ipv6Primary").Spec).To(Equal(template.Spec))
+	})
+
 	DescribeTable("sets the control plane's maxSurge from kubeadmControlPlaneMaxSurge",
 		func(ctx SpecContext, value string, want intstr.IntOrString) {
 			out := patched(ctx, map[string]string{"kubeadmControlPlaneMaxSurge": value}, "kubeadmControlPlaneMaxSurge")

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -71,6 +72,15 @@ spec:
         args: ["--run-router=true", "--bgp-graceful-restart=true"]
 `
 
+// The dual-stack flavors' stand-in CNI manifest (CNI_RESOURCES_DUALSTACK):
+// another text, so a flavor naming the wrong placeholder shows.
+const cniDualStackManifest = `apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: kube-router-dualstack
+  namespace: kube-system
+`
+
 type flavor struct {
 	name string // clusterctl flavor; "" is the default one
 	file string
@@ -81,6 +91,9 @@ type flavor struct {
 	// topology: the Cluster is of a ClusterClass (checkTopology instead of
 	// checkCommon).
 	topology bool
+	// dualStack: "ipv4" or "ipv6", a dual-stack Cluster of the ClusterClass
+	// whose first ranges are of that family (checkTopology checks them).
+	dualStack string
 	// noWorkers: a Cluster of a ClusterClass without workers
 	// (checkTopology checks there are none).
 	noWorkers bool
@@ -288,6 +301,8 @@ var flavors = []flavor{
 		variables: map[string]string{"EXTENSION_CONFIG_NAME": "kubeadm-join-old-nodes", "KUBEADM_BINARIES_DIR": "/tmp/capd-e2e-run-kubeadm-1"},
 		check:     checkKubeadmVersion,
 	},
+	{name: "topology-dualstack-ipv4-primary", file: "cluster-template-topology-dualstack-ipv4-primary.yaml", topology: true, dualStack: "ipv4", kinds: topologyKinds},
+	{name: "topology-dualstack-ipv6-primary", file: "cluster-template-topology-dualstack-ipv6-primary.yaml", topology: true, dualStack: "ipv6", kinds: topologyKinds},
 	{
 		name: "topology-kcp-only", file: "cluster-template-topology-kcp-only.yaml", topology: true, noWorkers: true,
 		kinds: topologyKinds,
@@ -449,6 +464,8 @@ var _ = Describe("CAPD cluster templates", Ordered, func() {
 		Expect(os.WriteFile(metadata, []byte("apiVersion: clusterctl.cluster.x-k8s.io/v1alpha3\nkind: Metadata\nreleaseSeries:\n- major: 1\n  minor: 14\n  contract: v1beta2\n"), 0o644)).To(Succeed())
 		cni := filepath.Join(tmp, "cni.yaml")
 		Expect(os.WriteFile(cni, []byte(cniManifest), 0o644)).To(Succeed())
+		cniDualStack := filepath.Join(tmp, "cni-dualstack.yaml")
+		Expect(os.WriteFile(cniDualStack, []byte(cniDualStackManifest), 0o644)).To(Succeed())
 
 		files := []clusterctl.Files{{SourcePath: metadata, TargetName: "metadata.yaml"}}
 		for _, f := range flavors {
@@ -473,6 +490,7 @@ var _ = Describe("CAPD cluster templates", Ordered, func() {
 		}}
 		in := clusterctl.CreateRepositoryInput{E2EConfig: e2eConfig, RepositoryFolder: filepath.Join(tmp, "repository")}
 		in.RegisterClusterResourceSetConfigMapTransformation(cni, "CNI_RESOURCES")
+		in.RegisterClusterResourceSetConfigMapTransformation(cniDualStack, "CNI_RESOURCES_DUALSTACK")
 		clusterctlCfg = clusterctl.CreateRepository(ctx, in)
 	})
 
@@ -530,7 +548,7 @@ var _ = Describe("CAPD cluster templates", Ordered, func() {
 			switch {
 			case f.custom:
 			case f.topology:
-				checkTopology(objs, version, e2eConfig, !f.noWorkers)
+				checkTopology(objs, version, e2eConfig, !f.noWorkers, f.dualStack)
 			default:
 				checkCommon(objs, version, e2eConfig)
 			}
@@ -645,7 +663,7 @@ func checkCommon(objs []client.Object, version string, e2eConfig *clusterctl.E2E
 // the class; the node image comes from each builtin version (a static one
 // would outlive a topology upgrade); the templates carry the kubelet and
 // kubeadm settings our hosts need.
-func checkTopology(objs []client.Object, version string, e2eConfig *clusterctl.E2EConfig, workers bool) {
+func checkTopology(objs []client.Object, version string, e2eConfig *clusterctl.E2EConfig, workers bool, dualStack string) {
 	cluster := find[*clusterv1.Cluster](objs, clusterName)
 	topo := cluster.Spec.Topology
 	Expect(topo.ClassRef.Name).To(Equal("quick-start"))
@@ -660,7 +678,18 @@ func checkTopology(objs []client.Object, version string, e2eConfig *clusterctl.E
 	} else {
 		Expect(topo.Workers).To(BeZero(), "a Cluster with a control plane only has no workers")
 	}
-	Expect(cluster.Spec.ClusterNetwork.Pods.CIDRBlocks).To(Equal([]string{e2eConfig.MustGetVariable("DOCKER_POD_CIDRS")}))
+	pods := []string{e2eConfig.MustGetVariable("DOCKER_POD_CIDRS")}
+	services := []string{e2eConfig.MustGetVariable("DOCKER_SERVICE_CIDRS")}
+	switch dualStack {
+	case "ipv4":
+		pods = append(pods, e2eConfig.MustGetVariable("DOCKER_POD_IPV6_CIDRS"))
+		services = append(services, e2eConfig.MustGetVariable("DOCKER_SERVICE_IPV6_CIDRS"))
+	case "ipv6":
+		pods = []string{e2eConfig.MustGetVariable("DOCKER_POD_IPV6_CIDRS"), pods[0]}
+		services = []string{e2eConfig.MustGetVariable("DOCKER_SERVICE_IPV6_CIDRS"), services[0]}
+	}
+	Expect(cluster.Spec.ClusterNetwork.Pods.CIDRBlocks).To(Equal(pods))
+	Expect(cluster.Spec.ClusterNetwork.Services.CIDRBlocks).To(Equal(services))
 
 	class := find[*clusterv1.ClusterClass](objs, "quick-start")
 	declared := map[string]bool{}
@@ -679,6 +708,11 @@ func checkTopology(objs []client.Object, version string, e2eConfig *clusterctl.E
 		Expect(set).To(HaveKeyWithValue("preLoadImages", `["registry.k8s.io/cluster-api/capd-manager:v1.14.2"]`))
 	} else {
 		Expect(set).To(HaveKeyWithValue("cloudProvider", `"`+e2eConfig.MustGetVariable("DOCKER_CLOUD_PROVIDER")+`"`))
+	}
+	if dualStack != "" {
+		Expect(set).To(HaveKeyWithValue("ipv6Primary", strconv.FormatBool(dualStack == "ipv6")))
+	} else {
+		Expect(set).ToNot(HaveKey("ipv6Primary"))
 	}
 
 	// Every variable a patch reads ({{ .name }}, valueFrom.variable) is
@@ -741,7 +775,11 @@ func checkTopology(objs []client.Object, version string, e2eConfig *clusterctl.E
 	crs := find[*addonsv1.ClusterResourceSet](objs, clusterName+"-crs-0")
 	Expect(crs.Spec.ClusterSelector.MatchLabels).To(Equal(map[string]string{"cni": cluster.Labels["cni"]}))
 	cm := find[*corev1.ConfigMap](objs, crs.Spec.Resources[0].Name)
-	Expect(cm.Data).To(Equal(map[string]string{"resources": cniManifest}), "the CNI manifest, byte for byte")
+	want := cniManifest
+	if dualStack != "" {
+		want = cniDualStackManifest
+	}
+	Expect(cm.Data).To(Equal(map[string]string{"resources": want}), "the CNI manifest, byte for byte")
 }
 
 // checkArg checks that args hold name=*want once, or no name when want is

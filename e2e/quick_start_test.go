@@ -4,6 +4,7 @@ package e2e
 
 import (
 	. "github.com/onsi/ginkgo/v2"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/capd-e2e/capd-e2e/e2e/specs"
@@ -39,6 +40,26 @@ var _ = Describe("When following the quick-start with Ignition", Label(specs.Lab
 		return specs.QuickStartSpecInput{
 			CommonInput: in, Flavor: ptr.To("ignition"),
 			PostMachinesProvisioned: specs.CheckIgnitionBootstrap(in.Runtime, "/opt/foo", "Howdy!"),
+		}
+	})
+})
+
+// Upstream's dual-stack quick-starts, IPv4 and IPv6 first; ours checks the
+// cluster is dual-stack (specs.CheckDualStack).
+var _ = Describe("When following the quick-start with ClusterClass, dual-stack, IPv4 first", Label(specs.LabelClusterClass, specs.LabelIPv6), func() {
+	specs.QuickStartSpec(func() specs.QuickStartSpecInput {
+		return specs.QuickStartSpecInput{
+			CommonInput: commonInput(), Flavor: ptr.To("topology-dualstack-ipv4-primary"),
+			PostMachinesProvisioned: specs.CheckDualStack(corev1.IPv4Protocol),
+		}
+	})
+})
+
+var _ = Describe("When following the quick-start with ClusterClass, dual-stack, IPv6 first", Label(specs.LabelClusterClass, specs.LabelIPv6), func() {
+	specs.QuickStartSpec(func() specs.QuickStartSpecInput {
+		return specs.QuickStartSpecInput{
+			CommonInput: commonInput(), Flavor: ptr.To("topology-dualstack-ipv6-primary"),
+			PostMachinesProvisioned: specs.CheckDualStack(corev1.IPv6Protocol),
 		}
 	})
 })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -185,7 +186,7 @@ func (r *run) checkLoadBalancer(ctx context.Context, wl framework.ClusterProxy, 
 		g.Expect(err).ToNot(HaveOccurred())
 	})
 	step("the LoadBalancer address answers from the host", func() {
-		url := "http://" + ip + ":80/health"
+		url := "http://" + net.JoinHostPort(ip, "80") + "/health"
 		var body string
 		hc := &http.Client{Timeout: 5 * time.Second}
 		g.Eventually(ctx, func() error {

@@ -14,7 +14,7 @@ package specs
 //
 //	spec                     on its It                       a suite adds
 //	QuickStartSpec           quick-start                     PR-Blocking, ClusterClass,
-//	                                                         ignition
+//	                                                         ignition, IPv6
 //	ClusterUpgradeSpec       K8s-Upgrade, slow               ClusterClass
 //	MachineHealthCheckSpec   remediation
 //	MachinePoolSpec          machine-pool
@@ -143,6 +143,9 @@ const (
 	// (upstream's kubeadm-join-old-nodes, which upstream leaves
 	// unlabelled).
 	LabelKubeadmJoinOldNodes = "kubeadm-join-old-nodes"
+	// LabelIPv6 marks specs whose clusters use IPv6: the dual-stack
+	// quick-starts (upstream's).
+	LabelIPv6 = "IPv6"
 	// LabelIgnition marks the quick-start whose machines are bootstrapped
 	// from Ignition instead of cloud-init (upstream's ignition flavor,
 	// which upstream leaves unlabelled).

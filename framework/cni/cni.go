@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"golang.org/x/mod/module"
 
@@ -102,6 +103,39 @@ func RewriteKubeRouterManifest(manifest []byte, image string) ([]byte, error) {
 	return shellBraces.ReplaceAll(out, []byte("$$${1}${2}")), nil
 }
 
+// EnableDualStack turns a manifest of RewriteKubeRouterManifest into
+// kube-router's dual-stack one: after --run-router=true it adds
+// --enable-ipv6=true (IPv4 stays on, kube-router's default) and the
+// Service ranges of both families, which its firewall needs to match the
+// families it serves (kube-router's default is one IPv4 range): the
+// template variables DOCKER_SERVICE_CIDRS and DOCKER_SERVICE_IPV6_CIDRS,
+// which clusterctl substitutes when it renders a dual-stack cluster's
+// template, the manifest embedded in it. It is an error when the
+// manifest has no --run-router=true argument or already sets a family.
+func EnableDualStack(manifest []byte) ([]byte, error) {
+	for _, flag := range []string{"--enable-ipv6", "--enable-ipv4", "--service-cluster-ip-range"} {
+		if bytes.Contains(manifest, []byte(flag)) {
+			return nil, fmt.Errorf("kube-router dual-stack manifest: the manifest already sets %s", flag)
+		}
+	}
+	if !runRouterArg.Match(manifest) {
+		return nil, fmt.Errorf("kube-router dual-stack manifest: no --run-router=true argument to add the IPv6 flags after")
+	}
+	args := []string{"--enable-ipv6=true", "--service-cluster-ip-range=${" + VarServiceCIDRs + "}", "--service-cluster-ip-range=${" + VarServiceIPv6CIDRs + "}"}
+	repl := "${1}${2}"
+	for _, a := range args {
+		repl += "\n${1}\"" + strings.ReplaceAll(a, "$", "$$") + "\""
+	}
+	return runRouterArg.ReplaceAll(manifest, []byte(repl)), nil
+}
+
+// The template variables of the Service ranges EnableDualStack passes to
+// kube-router.
+const (
+	VarServiceCIDRs     = "DOCKER_SERVICE_CIDRS"
+	VarServiceIPv6CIDRs = "DOCKER_SERVICE_IPV6_CIDRS"
+)
+
 // KubeRouterRoutesSyncPeriod is the --routes-sync-period the rendered
 // manifest gives kube-router (see RewriteKubeRouterManifest).
 const KubeRouterRoutesSyncPeriod = "10s"
@@ -116,6 +150,26 @@ func escapeDollar(s string) []byte { return bytes.ReplaceAll([]byte(s), []byte("
 // to path.
 func WriteKubeRouterManifest(ctx context.Context, cfg *config.Config, path string) error {
 	out, err := KubeRouterManifest(ctx, cfg.Build.KubeRouter)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteKubeRouterDualStackManifest renders KubeRouterManifest for cfg,
+// dual-stack (EnableDualStack), and writes it to path: the CNI of the
+// dual-stack flavors.
+func WriteKubeRouterDualStackManifest(ctx context.Context, cfg *config.Config, path string) error {
+	out, err := KubeRouterManifest(ctx, cfg.Build.KubeRouter)
+	if err == nil {
+		out, err = EnableDualStack(out)
+	}
 	if err != nil {
 		return err
 	}

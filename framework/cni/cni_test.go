@@ -41,3 +41,31 @@ func TestRewriteKubeRouterManifest(t *testing.T) {
 		t.Error("want an error for a manifest without --run-router=true")
 	}
 }
+
+// TestEnableDualStack: the IPv6 flags and both Service ranges, as
+// template variables, follow --run-router=true; a manifest that sets a
+// family already, or has no router argument, is refused.
+func TestEnableDualStack(t *testing.T) {
+	ipv4, err := RewriteKubeRouterManifest([]byte(kubeRouterDaemonSet), "cloudnativelabs/kube-router:v2.1.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := EnableDualStack(ipv4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "        - \"--run-router=true\"\n" +
+		"        - \"--enable-ipv6=true\"\n" +
+		"        - \"--service-cluster-ip-range=${DOCKER_SERVICE_CIDRS}\"\n" +
+		"        - \"--service-cluster-ip-range=${DOCKER_SERVICE_IPV6_CIDRS}\"\n" +
+		"        - \"--routes-sync-period=10s\"\n"
+	if !strings.Contains(string(got), want) {
+		t.Errorf("dual-stack arguments not added after --run-router=true:\n%s", got)
+	}
+	if _, err := EnableDualStack(got); err == nil || !strings.Contains(err.Error(), "already sets --enable-ipv6") {
+		t.Errorf("EnableDualStack twice: %v; want a refusal naming the flag", err)
+	}
+	if _, err := EnableDualStack([]byte("kind: DaemonSet\n")); err == nil {
+		t.Error("want an error for a manifest without --run-router=true")
+	}
+}

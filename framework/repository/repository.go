@@ -54,14 +54,22 @@ func Create(ctx context.Context, in CreateInput) (string, error) {
 	if _, err := Components(ctx, cfg, in.RenderDir); err != nil {
 		return "", err
 	}
+	// The CNI of the clusters: CNI_RESOURCES, and CNI_RESOURCES_DUALSTACK
+	// for the dual-stack flavors. A CNI the user names serves both.
 	manifest, ok := cfg.LookupVariable(config.VarCNI)
+	dualStack := ""
 	if !ok || manifest == "" {
 		manifest = filepath.Join(in.RenderDir, "cni", "kube-router.yaml")
 		if err := cni.WriteKubeRouterManifest(ctx, cfg, manifest); err != nil {
 			return "", err
 		}
+		dualStack = filepath.Join(in.RenderDir, "cni", "kube-router-dualstack.yaml")
+		if err := cni.WriteKubeRouterDualStackManifest(ctx, cfg, dualStack); err != nil {
+			return "", err
+		}
 	} else {
 		manifest = cfg.ResolvePath(manifest)
+		dualStack = manifest
 	}
 	// Upstream's CreateRepository runs kustomize for providers of type
 	// kustomize; give it the harness's, unless the user chose one.
@@ -78,6 +86,7 @@ func Create(ctx context.Context, in CreateInput) (string, error) {
 	err := catch.Run(func() {
 		cin := clusterctl.CreateRepositoryInput{E2EConfig: in.E2EConfig, RepositoryFolder: in.RepositoryDir}
 		cin.RegisterClusterResourceSetConfigMapTransformation(manifest, "CNI_RESOURCES")
+		cin.RegisterClusterResourceSetConfigMapTransformation(dualStack, "CNI_RESOURCES_DUALSTACK")
 		path = clusterctl.CreateRepository(ctx, cin)
 	})
 	if err != nil {

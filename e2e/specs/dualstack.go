@@ -1,0 +1,125 @@
+package specs
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"sigs.k8s.io/cluster-api/test/framework"
+)
+
+// dualStackCheckTimeout bounds CheckDualStack: a few reads, one Service
+// created and deleted, and CoreDNS's Pods given addresses by the CNI
+// (which they have by the time the machines are provisioned, unless the
+// CNI cannot give an IPv6 one).
+const dualStackCheckTimeout = 3 * time.Minute
+
+// CheckDualStack returns a QuickStartSpecInput's PostMachinesProvisioned
+// for a dual-stack flavor whose first Service and Pod ranges are of
+// family primary (capd-e2e's topology-dualstack-ipv4-primary and
+// -ipv6-primary, as upstream's). Upstream's quick-start runs the e2e
+// tests of [Feature:IPv6DualStack] on such a cluster; this checks what
+// those assume, each failure naming the object:
+//   - every Node has a Pod range of each family, the first of primary,
+//     and an InternalIP of each family;
+//   - the kubernetes Service's first ClusterIP is of primary (the API
+//     server's Service ranges in the cluster's order);
+//   - a Service that requires dual-stack gets a ClusterIP of each
+//     family, primary first;
+//   - every CoreDNS Pod has a Pod IP of each family, primary first: the
+//     CNI (kube-router with IPv6 on) gives Pods addresses of both.
+//
+// The callback has no context of its own (upstream's signature); its
+// calls are bounded by dualStackCheckTimeout.
+func CheckDualStack(primary corev1.IPFamily) func(framework.ClusterProxy, string, string) {
+	return func(mgmt framework.ClusterProxy, namespace, cluster string) {
+		By(fmt.Sprintf("check that %s is dual-stack, %s first: Nodes, Services and Pods", cluster, primary))
+		Expect(primary).To(BeElementOf(corev1.IPv4Protocol, corev1.IPv6Protocol), "CheckDualStack: the primary family")
+		ctx, cancel := context.WithTimeout(context.Background(), dualStackCheckTimeout)
+		defer cancel()
+		wl := mgmt.GetWorkloadCluster(ctx, namespace, cluster)
+		defer wl.Dispose(ctx)
+		c := wl.GetClient()
+		both := []corev1.IPFamily{primary, otherFamily(primary)}
+
+		nodes := &corev1.NodeList{}
+		Expect(c.List(ctx, nodes)).To(Succeed(), "list the Nodes of %s", cluster)
+		Expect(nodes.Items).ToNot(BeEmpty(), "cluster %s has no Node", cluster)
+		for _, n := range nodes.Items {
+			Expect(families(n.Spec.PodCIDRs)).To(Equal(both), "Node %s: the families of its Pod ranges %v", n.Name, n.Spec.PodCIDRs)
+			var internal []string
+			for _, a := range n.Status.Addresses {
+				if a.Type == corev1.NodeInternalIP {
+					internal = append(internal, a.Address)
+				}
+			}
+			Expect(families(internal)).To(ContainElements(both), "Node %s: the families of its InternalIPs %v", n.Name, internal)
+		}
+
+		kubernetes := &corev1.Service{}
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "kubernetes"}, kubernetes)).To(Succeed())
+		Expect(families(kubernetes.Spec.ClusterIPs)[0]).To(Equal(primary), "Service default/kubernetes: ClusterIPs %v", kubernetes.Spec.ClusterIPs)
+
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, GenerateName: "capd-e2e-dualstack-"},
+			Spec: corev1.ServiceSpec{
+				IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicyRequireDualStack),
+				Ports:          []corev1.ServicePort{{Name: "http", Port: 80}},
+			},
+		}
+		Expect(c.Create(ctx, svc)).To(Succeed(), "create a Service that requires dual-stack")
+		defer func() {
+			Expect(client.IgnoreNotFound(c.Delete(ctx, svc))).To(Succeed(), "delete Service %s", svc.Name)
+		}()
+		Expect(families(svc.Spec.ClusterIPs)).To(Equal(both), "Service %s (RequireDualStack): ClusterIPs %v", svc.Name, svc.Spec.ClusterIPs)
+
+		Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(c.List(ctx, pods, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{"k8s-app": "kube-dns"})).To(Succeed())
+			g.Expect(pods.Items).ToNot(BeEmpty(), "no CoreDNS Pod")
+			for _, p := range pods.Items {
+				var ips []string
+				for _, ip := range p.Status.PodIPs {
+					ips = append(ips, ip.IP)
+				}
+				g.Expect(families(ips)).To(Equal(both), "Pod %s: the families of its Pod IPs %v", p.Name, ips)
+			}
+		}).WithContext(ctx).WithPolling(5 * time.Second).Should(Succeed())
+	}
+}
+
+// families returns the family of each address or CIDR of addrs, in
+// order ("" for one that does not parse).
+func families(addrs []string) []corev1.IPFamily {
+	out := make([]corev1.IPFamily, 0, len(addrs))
+	for _, a := range addrs {
+		ip := net.ParseIP(a)
+		if ip == nil {
+			ip, _, _ = net.ParseCIDR(a)
+		}
+		switch {
+		case ip == nil:
+			out = append(out, "")
+		case ip.To4() != nil:
+			out = append(out, corev1.IPv4Protocol)
+		default:
+			out = append(out, corev1.IPv6Protocol)
+		}
+	}
+	return out
+}
+
+func otherFamily(f corev1.IPFamily) corev1.IPFamily {
+	if f == corev1.IPv4Protocol {
+		return corev1.IPv6Protocol
+	}
+	return corev1.IPv4Protocol
+}
