@@ -620,8 +620,12 @@ func checkCommon(objs []client.Object, version string, e2eConfig *clusterctl.E2E
 		cloud = ptr.To(e2eConfig.MustGetVariable("DOCKER_CLOUD_PROVIDER"))
 	}
 	checkArg(kcp.Spec.KubeadmConfigSpec.ClusterConfiguration.ControllerManager.ExtraArgs, "cloud-provider", cloud)
-	checkNodeRegistration(kcp.Spec.KubeadmConfigSpec.InitConfiguration.NodeRegistration, cloud)
-	checkNodeRegistration(kcp.Spec.KubeadmConfigSpec.JoinConfiguration.NodeRegistration, cloud)
+	checkNR := checkNodeRegistration
+	if kcp.Spec.KubeadmConfigSpec.Format == bootstrapv1.Ignition {
+		checkNR = checkIgnitionNodeRegistration
+	}
+	checkNR(kcp.Spec.KubeadmConfigSpec.InitConfiguration.NodeRegistration, cloud)
+	checkNR(kcp.Spec.KubeadmConfigSpec.JoinConfiguration.NodeRegistration, cloud)
 	if cloud != nil {
 		// With a cloud provider's taint to remove, a control-plane node
 		// registers with its own taint (see the template's comment).
@@ -639,7 +643,7 @@ func checkCommon(objs []client.Object, version string, e2eConfig *clusterctl.E2E
 		mdTemplate := find[*infrav1.DevMachineTemplate](objs, md.Spec.Template.Spec.InfrastructureRef.Name)
 		Expect(mdTemplate.Spec.Template.Spec.Backend.Docker.CustomImage).To(Or(Equal("kindest/node:"+version), Equal("docker.io/kindest/node:"+version)))
 		kct := find[*bootstrapv1.KubeadmConfigTemplate](objs, md.Spec.Template.Spec.Bootstrap.ConfigRef.Name)
-		checkNodeRegistration(kct.Spec.Template.Spec.JoinConfiguration.NodeRegistration, cloud)
+		checkNR(kct.Spec.Template.Spec.JoinConfiguration.NodeRegistration, cloud)
 	} else {
 		mp := find[*clusterv1.MachinePool](objs, clusterName+"-mp-0")
 		Expect(mp.Spec.Replicas).To(Equal(ptr.To(int32(workerCount))))
@@ -803,6 +807,19 @@ func checkNodeRegistration(nr bootstrapv1.NodeRegistrationOptions, cloud *string
 	Expect(nr.KubeletExtraArgs).To(ContainElement(bootstrapv1.Arg{Name: "fail-cgroupv1", Value: ptr.To("false")}))
 	Expect(nr.KubeletExtraArgs).To(ContainElement(bootstrapv1.Arg{Name: "eviction-hard", Value: ptr.To("nodefs.available<0%,nodefs.inodesFree<0%,imagefs.available<0%")}))
 	Expect(nr.IgnorePreflightErrors).To(ContainElement("SystemVerification"))
+}
+
+// checkIgnitionNodeRegistration is checkNodeRegistration for a machine
+// bootstrapped from Ignition: no preflight errors to ignore, as CAPD runs
+// kubeadm with --ignore-preflight-errors=all there, and kubeadm refuses
+// the two together ("don't specify individual checks if 'all' is used",
+// seen in an ignition run's kubeadm.service).
+func checkIgnitionNodeRegistration(nr bootstrapv1.NodeRegistrationOptions, cloud *string) {
+	checkArg(nr.KubeletExtraArgs, "cloud-provider", cloud)
+	Expect(nr.KubeletExtraArgs).To(ContainElement(bootstrapv1.Arg{Name: "fail-cgroupv1", Value: ptr.To("false")}))
+	Expect(nr.KubeletExtraArgs).To(ContainElement(bootstrapv1.Arg{Name: "eviction-hard", Value: ptr.To("nodefs.available<0%,nodefs.inodesFree<0%,imagefs.available<0%")}))
+	Expect(nr.IgnorePreflightErrors).To(BeEmpty())
+	Expect(nr.CRISocket).To(Equal("unix:///var/run/containerd/containerd.sock"))
 }
 
 // decodeStrict decodes every document into its Go type, failing on unknown
