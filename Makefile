@@ -15,7 +15,7 @@ export GINKGO_FOCUS GINKGO_SKIP GINKGO_LABEL_FILTER GINKGO_NODES
 # The specs CI runs on every change (make test-e2e-ci, docs/ci.md): those
 # that fit its budget, two Ginkgo processes at a time. The rest runs in
 # the periodic job (make test-e2e-periodic: every spec).
-CI_LABEL_FILTER ?= quick-start || kcp-adoption || md-scale || in-place-update || md-rollout || machine-pool || (remediation && !kcp-remediation-bootstrap) || (self-hosted && !ClusterClass) || (K8s-Upgrade && !ClusterClass && !Conformance)
+CI_LABEL_FILTER ?= (quick-start && !IPv6 && !ignition) || kcp-adoption || md-scale || in-place-update || md-rollout || machine-pool || (remediation && !kcp-remediation-bootstrap) || (self-hosted && !ClusterClass) || (K8s-Upgrade && !ClusterClass && !Conformance)
 CI_SKIP ?= control-plane.machine.fails
 
 .PHONY: test test-podman lint images test-images test-e2e test-e2e-ci test-e2e-periodic test-e2e-podman test-examples test-registry test-faults clean-e2e up down test-explore iterate
