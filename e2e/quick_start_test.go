@@ -48,18 +48,20 @@ var _ = Describe("When following the quick-start with Ignition", Label(specs.Lab
 // cluster is dual-stack (specs.CheckDualStack).
 var _ = Describe("When following the quick-start with ClusterClass, dual-stack, IPv4 first", Label(specs.LabelClusterClass, specs.LabelIPv6), func() {
 	specs.QuickStartSpec(func() specs.QuickStartSpecInput {
+		in := commonInput()
 		return specs.QuickStartSpecInput{
-			CommonInput: commonInput(), Flavor: ptr.To("topology-dualstack-ipv4-primary"),
-			PostMachinesProvisioned: specs.CheckDualStack(corev1.IPv4Protocol),
+			CommonInput: in, Flavor: ptr.To("topology-dualstack-ipv4-primary"),
+			PostMachinesProvisioned: specs.CheckDualStack(in.Runtime, corev1.IPv4Protocol),
 		}
 	})
 })
 
 var _ = Describe("When following the quick-start with ClusterClass, dual-stack, IPv6 first", Label(specs.LabelClusterClass, specs.LabelIPv6), func() {
 	specs.QuickStartSpec(func() specs.QuickStartSpecInput {
+		in := commonInput()
 		return specs.QuickStartSpecInput{
-			CommonInput: commonInput(), Flavor: ptr.To("topology-dualstack-ipv6-primary"),
-			PostMachinesProvisioned: specs.CheckDualStack(corev1.IPv6Protocol),
+			CommonInput: in, Flavor: ptr.To("topology-dualstack-ipv6-primary"),
+			PostMachinesProvisioned: specs.CheckDualStack(in.Runtime, corev1.IPv6Protocol),
 		}
 	})
 })

@@ -4,16 +4,21 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"sigs.k8s.io/cluster-api/test/framework"
+
+	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
 
 // dualStackCheckTimeout bounds CheckDualStack: a few reads, one Service
@@ -35,7 +40,13 @@ const dualStackCheckTimeout = 3 * time.Minute
 //   - a Service that requires dual-stack gets a ClusterIP of each
 //     family, primary first;
 //   - every CoreDNS Pod has a Pod IP of each family: the CNI (kube-router
-//     with IPv6 on) gives Pods addresses of both. In either order: the
+//     with IPv6 on) gives Pods addresses of both;
+//   - traffic flows in both families: from every node (a command in its
+//     container), CoreDNS's health endpoint answers on each Pod IP of
+//     each CoreDNS Pod, on its node or another (the CNI's routes), and
+//     on each ClusterIP of a dual-stack Service in front of it
+//     (kube-proxy's rules). Upstream's [Feature:IPv6DualStack] tests
+//     check connectivity so; they are not run here. In either order: the
 //     kubelet puts first the family of the node's first address (it has
 //     no --node-ip here), and the Nodes' addresses list IPv4 first, as
 //     CAPD's own do for a dual-stack cluster (seen: an IPv6-first
@@ -43,10 +54,11 @@ const dualStackCheckTimeout = 3 * time.Minute
 //
 // The callback has no context of its own (upstream's signature); its
 // calls are bounded by dualStackCheckTimeout.
-func CheckDualStack(primary corev1.IPFamily) func(framework.ClusterProxy, string, string) {
+func CheckDualStack(engine Engine, primary corev1.IPFamily) func(framework.ClusterProxy, string, string) {
 	return func(mgmt framework.ClusterProxy, namespace, cluster string) {
 		By(fmt.Sprintf("check that %s is dual-stack, %s first: Nodes, Services and Pods", cluster, primary))
 		Expect(primary).To(BeElementOf(corev1.IPv4Protocol, corev1.IPv6Protocol), "CheckDualStack: the primary family")
+		Expect(engine).ToNot(BeNil(), "CheckDualStack: the engine is required")
 		ctx, cancel := context.WithTimeout(context.Background(), dualStackCheckTimeout)
 		defer cancel()
 		wl := mgmt.GetWorkloadCluster(ctx, namespace, cluster)
@@ -72,20 +84,25 @@ func CheckDualStack(primary corev1.IPFamily) func(framework.ClusterProxy, string
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "kubernetes"}, kubernetes)).To(Succeed())
 		Expect(families(kubernetes.Spec.ClusterIPs)[0]).To(Equal(primary), "Service default/kubernetes: ClusterIPs %v", kubernetes.Spec.ClusterIPs)
 
+		// CoreDNS's health endpoint, behind a Service that requires both
+		// families.
 		svc := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, GenerateName: "capd-e2e-dualstack-"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, GenerateName: "capd-e2e-dualstack-"},
 			Spec: corev1.ServiceSpec{
 				IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicyRequireDualStack),
-				Ports:          []corev1.ServicePort{{Name: "http", Port: 80}},
+				Selector:       map[string]string{"k8s-app": "kube-dns"},
+				Ports:          []corev1.ServicePort{{Name: "health", Port: 80, TargetPort: intstr.FromInt32(coreDNSHealthPort)}},
 			},
 		}
-		Expect(c.Create(ctx, svc)).To(Succeed(), "create a Service that requires dual-stack")
+		Expect(c.Create(ctx, svc)).To(Succeed(), "create a Service that requires dual-stack, in front of CoreDNS")
 		defer func() {
 			Expect(client.IgnoreNotFound(c.Delete(ctx, svc))).To(Succeed(), "delete Service %s", svc.Name)
 		}()
 		Expect(families(svc.Spec.ClusterIPs)).To(Equal(both), "Service %s (RequireDualStack): ClusterIPs %v", svc.Name, svc.Spec.ClusterIPs)
 
+		var targets []string
 		Eventually(func(g Gomega) {
+			targets = nil
 			pods := &corev1.PodList{}
 			g.Expect(c.List(ctx, pods, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{"k8s-app": "kube-dns"})).To(Succeed())
 			g.Expect(pods.Items).ToNot(BeEmpty(), "no CoreDNS Pod")
@@ -93,11 +110,47 @@ func CheckDualStack(primary corev1.IPFamily) func(framework.ClusterProxy, string
 				var ips []string
 				for _, ip := range p.Status.PodIPs {
 					ips = append(ips, ip.IP)
+					targets = append(targets, net.JoinHostPort(ip.IP, strconv.Itoa(coreDNSHealthPort)))
 				}
 				g.Expect(families(ips)).To(ConsistOf(both), "Pod %s: the families of its Pod IPs %v", p.Name, ips)
 			}
 		}).WithContext(ctx).WithPolling(5 * time.Second).Should(Succeed())
+		for _, ip := range svc.Spec.ClusterIPs {
+			targets = append(targets, net.JoinHostPort(ip, "80"))
+		}
+
+		// Traffic of both families, from every node: to each CoreDNS Pod
+		// (on this node or another: the CNI's routes) and to each of the
+		// Service's ClusterIPs (kube-proxy's rules of both families).
+		for _, n := range nodes.Items {
+			for _, t := range targets {
+				url := "http://" + t + "/health"
+				Eventually(func() (string, error) {
+					return execOutputErr(ctx, engine, n.Name, "curl", "-sS", "-g", "--max-time", "5", url)
+				}).WithContext(ctx).WithPolling(5*time.Second).Should(Equal("OK"), "from Node %s: GET %s", n.Name, url)
+			}
+		}
+		By(fmt.Sprintf("%d Nodes each reached %d addresses of both families: %s", len(nodes.Items), len(targets), strings.Join(targets, ", ")))
 	}
+}
+
+// coreDNSHealthPort is the port of CoreDNS's health plugin in kubeadm's
+// Corefile, which answers "OK" on /health.
+const coreDNSHealthPort = 8080
+
+// execOutputErr runs cmd in container and returns its standard output,
+// trimmed, or an error with what it printed when it cannot run or exits
+// non-zero: for a command retried until it succeeds.
+func execOutputErr(ctx context.Context, engine Engine, container string, cmd ...string) (string, error) {
+	var stdout, stderr strings.Builder
+	res, err := engine.Exec(ctx, container, runtime.ExecOptions{Cmd: cmd, Stdout: &stdout, Stderr: &stderr})
+	if err != nil {
+		return "", err
+	}
+	if res.ExitCode != 0 {
+		return "", fmt.Errorf("%q in %s: exit code %d: %s%s", strings.Join(cmd, " "), container, res.ExitCode, stdout.String(), stderr.String())
+	}
+	return strings.TrimSpace(stdout.String()), nil
 }
 
 // families returns the family of each address or CIDR of addrs, in
