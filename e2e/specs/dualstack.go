@@ -17,8 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"sigs.k8s.io/cluster-api/test/framework"
-
-	"github.com/capd-e2e/capd-e2e/framework/runtime"
 )
 
 // dualStackCheckTimeout bounds CheckDualStack: a few reads, one Service
@@ -137,21 +135,6 @@ func CheckDualStack(engine Engine, primary corev1.IPFamily) func(framework.Clust
 // coreDNSHealthPort is the port of CoreDNS's health plugin in kubeadm's
 // Corefile, which answers "OK" on /health.
 const coreDNSHealthPort = 8080
-
-// execOutputErr runs cmd in container and returns its standard output,
-// trimmed, or an error with what it printed when it cannot run or exits
-// non-zero: for a command retried until it succeeds.
-func execOutputErr(ctx context.Context, engine Engine, container string, cmd ...string) (string, error) {
-	var stdout, stderr strings.Builder
-	res, err := engine.Exec(ctx, container, runtime.ExecOptions{Cmd: cmd, Stdout: &stdout, Stderr: &stderr})
-	if err != nil {
-		return "", err
-	}
-	if res.ExitCode != 0 {
-		return "", fmt.Errorf("%q in %s: exit code %d: %s%s", strings.Join(cmd, " "), container, res.ExitCode, stdout.String(), stderr.String())
-	}
-	return strings.TrimSpace(stdout.String()), nil
-}
 
 // families returns the family of each address or CIDR of addrs, in
 // order ("" for one that does not parse).

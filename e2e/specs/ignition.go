@@ -99,9 +99,22 @@ func checkIgnitionMachine(ctx context.Context, c client.Client, engine Engine, m
 // trimmed; it fails the spec when the command cannot run or exits
 // non-zero, with what it printed.
 func execOutput(ctx context.Context, engine Engine, container string, cmd ...string) string {
+	out, err := execOutputErr(ctx, engine, container, cmd...)
+	Expect(err).ToNot(HaveOccurred())
+	return out
+}
+
+// execOutputErr runs cmd in container and returns its standard output,
+// trimmed, or an error with what it printed when it cannot run or exits
+// non-zero: for a command retried until it succeeds.
+func execOutputErr(ctx context.Context, engine Engine, container string, cmd ...string) (string, error) {
 	var stdout, stderr strings.Builder
 	res, err := engine.Exec(ctx, container, runtime.ExecOptions{Cmd: cmd, Stdout: &stdout, Stderr: &stderr})
-	Expect(err).ToNot(HaveOccurred(), "run %q in %s", strings.Join(cmd, " "), container)
-	Expect(res.ExitCode).To(BeZero(), "run %q in %s: exit code %d: %s%s", strings.Join(cmd, " "), container, res.ExitCode, stdout.String(), stderr.String())
-	return strings.TrimSpace(stdout.String())
+	if err != nil {
+		return "", fmt.Errorf("run %q in %s: %w", strings.Join(cmd, " "), container, err)
+	}
+	if res.ExitCode != 0 {
+		return "", fmt.Errorf("run %q in %s: exit code %d: %s%s", strings.Join(cmd, " "), container, res.ExitCode, stdout.String(), stderr.String())
+	}
+	return strings.TrimSpace(stdout.String()), nil
 }

@@ -153,13 +153,7 @@ func WriteKubeRouterManifest(ctx context.Context, cfg *config.Config, path strin
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.WriteFile(path, out, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return writeManifest(path, out)
 }
 
 // WriteKubeRouterDualStackManifest renders KubeRouterManifest for cfg,
@@ -173,6 +167,11 @@ func WriteKubeRouterDualStackManifest(ctx context.Context, cfg *config.Config, p
 	if err != nil {
 		return err
 	}
+	return writeManifest(path, out)
+}
+
+// writeManifest writes a rendered manifest to path, creating its folder.
+func writeManifest(path string, out []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
