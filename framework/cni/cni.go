@@ -2,7 +2,8 @@
 // kube-router's generic DaemonSet from its module in the module cache,
 // pinned to the image the node images preload, with its CNI configuration
 // published only once it holds the node's pod range
-// (PublishRangedCNIConfig), and hostPorts mapped (AddPortMap). The suite writes it into the clusterctl
+// (PublishRangedCNIConfig), hostPorts mapped (AddPortMap) and the bridge in
+// hairpin mode (EnableHairpin). The suite writes it into the clusterctl
 // repository for the workload clusters (a ClusterResourceSet); the image
 // factory bakes it into the node images as kind's default CNI.
 //
@@ -41,7 +42,8 @@ var (
 // the image preloaded in the node image is used, and with the CNI
 // configuration published only once it holds the node's pod range
 // (PublishRangedCNIConfig) and the portmap plugin added for hostPorts
-// (AddPortMap). Node images bake it in
+// (AddPortMap), and the bridge in hairpin mode (EnableHairpin). Node
+// images bake it in
 // as kind's default CNI; the workload clusters get the same file through a
 // ClusterResourceSet (see WriteKubeRouterManifest).
 func KubeRouterManifest(ctx context.Context, kr config.KubeRouter) ([]byte, error) {
@@ -63,6 +65,9 @@ func KubeRouterManifest(ctx context.Context, kr config.KubeRouter) ([]byte, erro
 	}
 	if err == nil {
 		out, err = AddPortMap(out)
+	}
+	if err == nil {
+		out, err = EnableHairpin(out)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("render kube-router manifest of %s@%s: %w", path, kr.Version, err)

@@ -270,19 +270,57 @@ var portMap = map[string]any{"type": "portmap", "snat": true, "capabilities": ma
 // has one. The other documents are kept as they are. It is an error when
 // no ConfigMap holds a configuration list.
 func AddPortMap(manifest []byte) ([]byte, error) {
-	out, found, err := rewriteDocuments(manifest, "ConfigMap", addPortMap)
+	return editCNIList(manifest, "add the portmap CNI plugin", func(plugins []any) ([]any, error) {
+		if slices.ContainsFunc(plugins, func(p any) bool { m, _ := p.(map[string]any); return m["type"] == "portmap" }) {
+			return plugins, nil
+		}
+		return append(plugins, portMap), nil
+	})
+}
+
+// EnableHairpin sets hairpinMode on the bridge plugin of the CNI
+// configuration list in manifest's ConfigMap holding kubeRouterCNIKey:
+// the bridge then sends a frame back out of the port it came in by, which
+// a Pod that reaches itself through a Service needs. With
+// bridge-nf-call-iptables on (as in kind's and CAPD's nodes), kube-proxy's
+// DNAT happens as the frame crosses kube-bridge, and the frame to the Pod
+// itself leaves by the port it entered: without hairpinMode the bridge
+// drops it. Kubernetes' dual-stack e2e tests "should function for
+// endpoint-Service: http" and ": udp" failed so, every retry, on both
+// dual-stack clusters (docs/ipv6.md). It is an error when no ConfigMap
+// holds a configuration list or the list has no bridge plugin.
+func EnableHairpin(manifest []byte) ([]byte, error) {
+	return editCNIList(manifest, "turn on the bridge's hairpin mode", func(plugins []any) ([]any, error) {
+		for _, p := range plugins {
+			if m, ok := p.(map[string]any); ok && m["type"] == "bridge" {
+				m["hairpinMode"] = true
+				return plugins, nil
+			}
+		}
+		return nil, fmt.Errorf("no bridge plugin")
+	})
+}
+
+// editCNIList applies edit to the plugins of the CNI configuration list
+// in manifest's ConfigMap holding kubeRouterCNIKey; what names the edit
+// in errors. The other documents are kept as they are. It is an error
+// when no ConfigMap holds a configuration list.
+func editCNIList(manifest []byte, what string, edit func(plugins []any) ([]any, error)) ([]byte, error) {
+	out, found, err := rewriteDocuments(manifest, "ConfigMap", func(doc []byte) ([]byte, bool, error) {
+		return editCNIListDocument(doc, edit)
+	})
 	if err == nil && !found {
 		err = fmt.Errorf("no ConfigMap holds %s", kubeRouterCNIKey)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("add the portmap CNI plugin: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
 }
 
-// addPortMap adds portMap to the configuration list of one ConfigMap
-// document; ok is false when it holds no kubeRouterCNIKey.
-func addPortMap(doc []byte) (out []byte, ok bool, err error) {
+// editCNIListDocument is editCNIList on one ConfigMap document; ok is
+// false when it holds no kubeRouterCNIKey.
+func editCNIListDocument(doc []byte, edit func(plugins []any) ([]any, error)) (out []byte, ok bool, err error) {
 	var obj map[string]any
 	if err := yaml.Unmarshal(doc, &obj); err != nil {
 		return nil, false, err
@@ -300,13 +338,17 @@ func addPortMap(doc []byte) (out []byte, ok bool, err error) {
 	if !isList {
 		return nil, false, fmt.Errorf("ConfigMap %s: %s is not a configuration list (no plugins)", name, kubeRouterCNIKey)
 	}
-	if slices.ContainsFunc(plugins, func(p any) bool { m, _ := p.(map[string]any); return m["type"] == "portmap" }) {
-		return doc, true, nil
+	edited, err := edit(plugins)
+	if err != nil {
+		return nil, false, fmt.Errorf("ConfigMap %s: %s: %w", name, kubeRouterCNIKey, err)
 	}
-	list["plugins"] = append(plugins, portMap)
+	list["plugins"] = edited
 	data, err := json.MarshalIndent(list, "", "  ")
 	if err != nil {
 		return nil, false, err
+	}
+	if string(data)+"\n" == conf {
+		return doc, true, nil
 	}
 	if err := unstructured.SetNestedField(obj, string(data)+"\n", "data", kubeRouterCNIKey); err != nil {
 		return nil, false, err

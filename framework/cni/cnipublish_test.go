@@ -273,3 +273,36 @@ func TestAddPortMap(t *testing.T) {
 		t.Errorf("a manifest without the configuration: %v", err)
 	}
 }
+
+func TestEnableHairpin(t *testing.T) {
+	out, err := EnableHairpin([]byte(kubeRouterManifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(out), "\n---\n")
+	var cm corev1.ConfigMap
+	if err := yaml.Unmarshal([]byte(docs[0]), &cm); err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Name    string
+		Plugins []map[string]any
+	}
+	if err := json.Unmarshal([]byte(cm.Data[kubeRouterCNIKey]), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Plugins) != 1 || list.Plugins[0]["type"] != "bridge" || list.Plugins[0]["hairpinMode"] != true {
+		t.Errorf("configuration list = %+v, want the bridge with hairpinMode true", list)
+	}
+	if len(docs) != 3 || !strings.Contains(docs[1], "kind: DaemonSet") {
+		t.Errorf("the other documents changed: %d documents", len(docs))
+	}
+	again, err := EnableHairpin(out)
+	if err != nil || string(again) != string(out) {
+		t.Errorf("a second EnableHairpin changed the manifest (%v)", err)
+	}
+	noBridge := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  cni-conf.json: '{\"plugins\":[{\"type\":\"ptp\"}]}'\n"
+	if _, err := EnableHairpin([]byte(noBridge)); err == nil || !strings.Contains(err.Error(), "ConfigMap x: cni-conf.json: no bridge plugin") {
+		t.Errorf("a configuration without a bridge: %v", err)
+	}
+}
