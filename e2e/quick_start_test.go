@@ -44,24 +44,21 @@ var _ = Describe("When following the quick-start with Ignition", Label(specs.Lab
 	})
 })
 
-// Upstream's dual-stack quick-starts, IPv4 and IPv6 first; ours checks the
-// cluster is dual-stack (specs.CheckDualStack).
+// Upstream's dual-stack quick-starts, IPv4 and IPv6 first, with its run of
+// Kubernetes' [Feature:IPv6DualStack] e2e tests; ours also checks the
+// cluster is dual-stack with real traffic (specs.CheckDualStack).
 var _ = Describe("When following the quick-start with ClusterClass, dual-stack, IPv4 first", Label(specs.LabelClusterClass, specs.LabelIPv6), func() {
-	specs.QuickStartSpec(func() specs.QuickStartSpecInput {
-		in := commonInput()
-		return specs.QuickStartSpecInput{
-			CommonInput: in, Flavor: ptr.To("topology-dualstack-ipv4-primary"),
-			PostMachinesProvisioned: specs.CheckDualStack(in.Runtime, corev1.IPv4Protocol),
+	specs.DualStackSpec(func() specs.DualStackSpecInput {
+		return specs.DualStackSpecInput{
+			CommonInput: commonInput(), Flavor: "topology-dualstack-ipv4-primary", Primary: corev1.IPv4Protocol,
 		}
 	})
 })
 
 var _ = Describe("When following the quick-start with ClusterClass, dual-stack, IPv6 first", Label(specs.LabelClusterClass, specs.LabelIPv6), func() {
-	specs.QuickStartSpec(func() specs.QuickStartSpecInput {
-		in := commonInput()
-		return specs.QuickStartSpecInput{
-			CommonInput: in, Flavor: ptr.To("topology-dualstack-ipv6-primary"),
-			PostMachinesProvisioned: specs.CheckDualStack(in.Runtime, corev1.IPv6Protocol),
+	specs.DualStackSpec(func() specs.DualStackSpecInput {
+		return specs.DualStackSpecInput{
+			CommonInput: commonInput(), Flavor: "topology-dualstack-ipv6-primary", Primary: corev1.IPv6Protocol,
 		}
 	})
 })

@@ -35,7 +35,7 @@ var (
 		// The upgrade's waits, the suite's run, the cluster still
 		// healthy.
 		waits: slices.Concat(upgradeWaits, []string{"wait-conformance"}, healthWaits),
-		files: []string{"cluster_upgrade.go", "conformance.go"},
+		files: []string{"cluster_upgrade.go", "conformance.go", "kubetest.go"},
 	})
 )
 
@@ -210,7 +210,7 @@ func upgradeCluster(specCtx SpecContext, spec string, in ClusterUpgradeSpecInput
 	})
 	r.verifyClusterHealthy(ctx, proxy)
 	if conformance != nil {
-		r.runConformance(ctx, *conformance, to, int(res.ExpectedWorkerNodes()))
+		r.runConformance(ctx, r.withKubetestConfiguration(*conformance), to, int(res.ExpectedWorkerNodes()))
 		r.verifyClusterHealthy(ctx, proxy)
 	}
 }

@@ -43,7 +43,8 @@ type ConformanceInput struct {
 	// ConfigurationPath is the file of e2e.test flags (a flat YAML map,
 	// upstream's KUBETEST_CONFIGURATION format), e.g.
 	// data/kubetest/conformance-fast.yaml. If unset, the variable
-	// KUBETEST_CONFIGURATION.
+	// KUBETEST_CONFIGURATION (the dual-stack spec's:
+	// KUBETEST_DUALSTACK_CONFIGURATION).
 	ConfigurationPath string
 
 	// GinkgoNodes is how many ginkgo processes run the tests in parallel
@@ -75,13 +76,18 @@ const varRejectUnservedServiceTraffic = "CONFORMANCE_REJECT_UNSERVED_SERVICE_TRA
 // artifacts as upstream's runner leaves it. A failed test fails the spec
 // with the failed tests named.
 func (r *run) runConformance(ctx context.Context, in ConformanceInput, version string, workers int) {
-	r.step("run Kubernetes conformance "+version, func() {
-		cfgPath := in.ConfigurationPath
-		if cfgPath == "" {
-			cfgPath = r.variable(varKubetestConfiguration)
-		}
+	// Each spec gives its own default: KUBETEST_CONFIGURATION for the
+	// conformance specs.
+	cfgPath := in.ConfigurationPath
+	Expect(cfgPath).ToNot(BeEmpty(), "%s: the conformance input's ConfigurationPath", r.spec)
+	title := "run Kubernetes conformance " + version
+	if base := filepath.Base(cfgPath); !strings.HasPrefix(base, "conformance") {
+		// Another selection of e2e.test's tests (dualstack.yaml).
+		title = fmt.Sprintf("run Kubernetes' e2e tests %s of %s", base, version)
+	}
+	r.step(title, func() {
 		flags, err := conformance.ReadConfig(cfgPath)
-		Expect(err).ToNot(HaveOccurred(), "%s: %s", r.spec, varKubetestConfiguration)
+		Expect(err).ToNot(HaveOccurred(), "%s: the e2e.test flags", r.spec)
 		nodes := in.GinkgoNodes
 		if nodes == 0 {
 			nodes = 1

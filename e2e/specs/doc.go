@@ -3,6 +3,7 @@
 // sigs.k8s.io/cluster-api/test/e2e specs are:
 //
 //	QuickStartSpec          a cluster from a template: Available, every Machine Ready, deleted cleanly
+//	DualStackSpec           a dual-stack quick-start, both families checked, then Kubernetes' dual-stack e2e tests
 //	ClusterUpgradeSpec      control plane (with etcd and CoreDNS), then workers, to a new Kubernetes version
 //	MachineHealthCheckSpec  a Machine broken for real (container stopped) is replaced by a new one with a new Node
 //	SelfHostedSpec          clusterctl init and move into the workload cluster, no rollout, move back

@@ -28,9 +28,10 @@ const dualStackCheckTimeout = 3 * time.Minute
 // CheckDualStack returns a QuickStartSpecInput's PostMachinesProvisioned
 // for a dual-stack flavor whose first Service and Pod ranges are of
 // family primary (capd-e2e's topology-dualstack-ipv4-primary and
-// -ipv6-primary, as upstream's). Upstream's quick-start runs the e2e
-// tests of [Feature:IPv6DualStack] on such a cluster; this checks what
-// those assume, each failure naming the object:
+// -ipv6-primary, as upstream's); DualStackSpec runs it before the e2e
+// tests of [Feature:IPv6DualStack]. It checks what those assume, each
+// failure naming the object, so that a cluster that is not dual-stack
+// fails with that said, not as a failed e2e test:
 //   - every Node has a Pod range of each family, the first of primary,
 //     and an InternalIP of each family;
 //   - the kubernetes Service's first ClusterIP is of primary (the API
@@ -43,8 +44,7 @@ const dualStackCheckTimeout = 3 * time.Minute
 //     container), CoreDNS's health endpoint answers on each Pod IP of
 //     each CoreDNS Pod, on its node or another (the CNI's routes), and
 //     on each ClusterIP of a dual-stack Service in front of it
-//     (kube-proxy's rules). Upstream's [Feature:IPv6DualStack] tests
-//     check connectivity so; they are not run here. In either order: the
+//     (kube-proxy's rules). In either order: the
 //     kubelet puts first the family of the node's first address (it has
 //     no --node-ip here), and the Nodes' addresses list IPv4 first, as
 //     CAPD's own do for a dual-stack cluster (seen: an IPv6-first

@@ -17,7 +17,7 @@ var specK8sConformance = declare(specFacts{
 	// The cluster created with its test images, the suite's run, the
 	// cluster still healthy.
 	waits: slices.Concat(creationWaits, []string{"wait-conformance"}, healthWaits),
-	files: []string{"k8s_conformance.go", "conformance.go"},
+	files: []string{"k8s_conformance.go", "conformance.go", "kubetest.go"},
 })
 
 // K8SConformanceSpecInput is the input of K8SConformanceSpec.
@@ -68,7 +68,7 @@ func K8SConformanceSpec(inputGetter func() K8SConformanceSpecInput) {
 				workerCount:       workers,
 				variables:         map[string]string{varDockerPreloadImages: r.testImages(version)},
 			})
-			r.runConformance(ctx, in.Conformance, version, int(res.ExpectedWorkerNodes()))
+			r.runConformance(ctx, r.withKubetestConfiguration(in.Conformance), version, int(res.ExpectedWorkerNodes()))
 			r.verifyClusterHealthy(ctx, r.in.BootstrapClusterProxy)
 		})
 }

@@ -17,16 +17,19 @@ import (
 var specQuickStart = declare(specFacts{
 	name: "quick-start", label: LabelQuickStart,
 	variables: []string{varKubernetesVersion},
-	waits: slices.Concat(creationWaits,
-		// With a cloud-controller-manager: every Node initialised; the
-		// LoadBalancer check (beside the machine waits): CoreDNS, an
-		// address, a backend Node, the answer, the load balancer gone,
-		// the Service gone, the backend pod gone.
-		[]string{"wait-nodes-ready",
-			"wait-load-balancer", "wait-load-balancer", "wait-worker-nodes",
-			"wait-load-balancer", "wait-load-balancer", "wait-load-balancer", "wait-load-balancer"}),
-	files: []string{"quick_start.go", "cloud_provider.go"},
+	waits:     quickStartWaits,
+	files:     []string{"quick_start.go", "cloud_provider.go"},
 })
+
+// quickStartWaits are the waits of createQuickStartCluster: the creation
+// and, with a cloud-controller-manager, every Node initialised and the
+// LoadBalancer check (beside the machine waits): CoreDNS, an address, a
+// backend Node, the answer, the load balancer gone, the Service gone, the
+// backend pod gone.
+var quickStartWaits = slices.Concat(creationWaits,
+	[]string{"wait-nodes-ready",
+		"wait-load-balancer", "wait-load-balancer", "wait-worker-nodes",
+		"wait-load-balancer", "wait-load-balancer", "wait-load-balancer", "wait-load-balancer"})
 
 // QuickStartSpecInput is the input of QuickStartSpec.
 type QuickStartSpecInput struct {
@@ -92,38 +95,49 @@ func QuickStartSpec(inputGetter func() QuickStartSpecInput) {
 		func(specCtx SpecContext) {
 			in := inputGetter()
 			r, ctx := begin(specCtx, specQuickStart, in.CommonInput, in.Timeout)
-			var wl framework.ClusterProxy
-			joinLB := func() {}
-			workers := deref(in.WorkerMachineCount, 1)
-			r.createCluster(ctx, createOptions{
+			r.createQuickStartCluster(ctx, createOptions{
 				flavor:                  deref(in.Flavor, clusterctl.DefaultFlavor),
 				kubernetesVersion:       r.variable(varKubernetesVersion),
 				controlPlaneCount:       deref(in.ControlPlaneMachineCount, 1),
-				workerCount:             workers,
+				workerCount:             deref(in.WorkerMachineCount, 1),
 				waiters:                 in.ControlPlaneWaiters,
 				postMachinesProvisioned: in.PostMachinesProvisioned,
-				controlPlaneInitialized: func() {
-					if in.CloudControllerManager == nil {
-						return
-					}
-					// The workload cluster's API server answers from here
-					// on: the load balancer check needs nothing more (a
-					// worker for a backend, which it waits for), so it runs
-					// while the spec waits for the machines.
-					wl = r.mgmt.GetWorkloadCluster(ctx, r.namespace, r.clusterName)
-					DeferCleanup(wl.Dispose)
-					if workers == 0 {
-						r.summary.Set("load balancer", "not checked: no worker Node can back one (kubeadm excludes control-plane Nodes)")
-						return
-					}
-					joinLB = r.background(ctx, "a Service of type LoadBalancer", func(ctx context.Context, g Gomega, step func(string, func())) {
-						r.checkLoadBalancer(ctx, wl, g, step)
-					})
-				},
 			})
-			if in.CloudControllerManager != nil {
-				r.checkNodesInitialised(ctx, wl)
-				joinLB()
-			}
 		})
+}
+
+// createQuickStartCluster creates the cluster of o as the quick-start
+// does (createCluster). With a CloudControllerManager it also checks that
+// the manager initialised every Node and, once the control plane is
+// initialised and while the spec waits for the machines, that a Service
+// of type LoadBalancer gets an address that answers (unless o has no
+// worker: kubeadm excludes control-plane Nodes from load balancers).
+// o.controlPlaneInitialized is its own.
+func (r *run) createQuickStartCluster(ctx context.Context, o createOptions) *clusterctl.ApplyClusterTemplateAndWaitResult {
+	var wl framework.ClusterProxy
+	joinLB := func() {}
+	o.controlPlaneInitialized = func() {
+		if r.in.CloudControllerManager == nil {
+			return
+		}
+		// The workload cluster's API server answers from here on: the
+		// load balancer check needs nothing more (a worker for a
+		// backend, which it waits for), so it runs while the spec waits
+		// for the machines.
+		wl = r.mgmt.GetWorkloadCluster(ctx, r.namespace, r.clusterName)
+		DeferCleanup(wl.Dispose)
+		if o.workerCount == 0 {
+			r.summary.Set("load balancer", "not checked: no worker Node can back one (kubeadm excludes control-plane Nodes)")
+			return
+		}
+		joinLB = r.background(ctx, "a Service of type LoadBalancer", func(ctx context.Context, g Gomega, step func(string, func())) {
+			r.checkLoadBalancer(ctx, wl, g, step)
+		})
+	}
+	res := r.createCluster(ctx, o)
+	if r.in.CloudControllerManager != nil {
+		r.checkNodesInitialised(ctx, wl)
+		joinLB()
+	}
+	return res
 }

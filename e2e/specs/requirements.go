@@ -21,7 +21,7 @@ func Requirements(labels ...string) []suite.Requirement {
 		intervals := slices.Concat(f.waits, f.cleanupWaitsOf())
 		slices.Sort(intervals)
 		versions := slices.DeleteFunc(slices.Clone(f.variables), func(v string) bool {
-			return v == varKubetestConfiguration || v == varEtcdVersionUpgradeTo || v == varCoreDNSVersionUpgradeTo
+			return v == varKubetestConfiguration || v == varKubetestDualStackConfiguration || v == varEtcdVersionUpgradeTo || v == varCoreDNSVersionUpgradeTo
 		})
 		if f.inMemory {
 			versions = nil

@@ -105,6 +105,7 @@ func TestWaitsListWhatTheCodeWaitsFor(t *testing.T) {
 	varNames := map[string]string{
 		"varKubernetesVersion": varKubernetesVersion, "varKubernetesVersionUpgradeFrom": varKubernetesVersionUpgradeFrom,
 		"varKubernetesVersionUpgradeTo": varKubernetesVersionUpgradeTo, "varKubetestConfiguration": varKubetestConfiguration,
+		"varKubetestDualStackConfiguration": varKubetestDualStackConfiguration,
 	}
 	creation, _ := scan(t, "create.go", "waits.go")
 	for _, f := range declaredSpecs() {

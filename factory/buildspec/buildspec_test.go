@@ -187,6 +187,7 @@ func TestLoadErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Setenv(config.VarKubetestConfiguration, kubetest)
+			t.Setenv(config.VarKubetestDualStackConfiguration, filepath.Join(filepath.Dir(kubetest), "dualstack.yaml"))
 			repo, err := os.ReadFile(repoConfig)
 			if err != nil {
 				t.Fatal(err)

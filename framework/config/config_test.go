@@ -89,6 +89,8 @@ func TestValidateNamesTheField(t *testing.T) {
 			`build.kubernetes[1].conformance.testImages[0]: Invalid value: "agnhost" is not <name>:<tag>`},
 		{"kubetest configuration", func(c *Config) { c.Variables[VarKubetestConfiguration] = "/nope.yaml" },
 			`variables.KUBETEST_CONFIGURATION: Invalid value: "/nope.yaml" is not a file`},
+		{"kubetest dual-stack configuration", func(c *Config) { c.Variables[VarKubetestDualStackConfiguration] = "/nope-dualstack.yaml" },
+			`variables.KUBETEST_DUALSTACK_CONFIGURATION: Invalid value: "/nope-dualstack.yaml" is not a file`},
 		{"duplicate version", func(c *Config) { c.Build.Kubernetes[1].Version = "v1.36.3" },
 			"build.kubernetes[1].version: Invalid value: v1.36.3 is also build.kubernetes[0]"},
 		{"startup probes", func(c *Config) { c.Variables[VarStartupProbes] = "yes" },

@@ -299,7 +299,7 @@ func (c *Config) absPaths(dir string) {
 		}
 		files(p.Files)
 	}
-	for _, name := range []string{VarCNI, VarKubetestConfiguration} {
+	for _, name := range []string{VarCNI, VarKubetestConfiguration, VarKubetestDualStackConfiguration} {
 		if v, ok := c.Variables[name]; ok {
 			abs(&v)
 			c.Variables[name] = v

@@ -306,6 +306,9 @@ const (
 	// VarKubetestConfiguration is the conformance specs' file of e2e.test
 	// flags (upstream's name).
 	VarKubetestConfiguration = "KUBETEST_CONFIGURATION"
+	// VarKubetestDualStackConfiguration is the dual-stack spec's file of
+	// e2e.test flags (upstream's quick-start fixes the path instead).
+	VarKubetestDualStackConfiguration = "KUBETEST_DUALSTACK_CONFIGURATION"
 	// VarContainerEngineSocket is the host path of the engine's socket
 	// that machines running CAPD mount (the self-hosted templates); the
 	// suite sets it from the engine unless the config or environment does.
@@ -361,7 +364,7 @@ func (c *Config) validateCrossChecks(e *Errors) {
 	if c.CloudProviderExternal() && c.Build.CloudControllerManager.Image == "" {
 		e.Add("build.cloudControllerManager.image", "required: %s is \"external\"", VarCloudProvider)
 	}
-	for _, name := range []string{VarCNI, VarKubetestConfiguration} {
+	for _, name := range []string{VarCNI, VarKubetestConfiguration, VarKubetestDualStackConfiguration} {
 		if v, ok := c.LookupVariable(name); ok && v != "" {
 			if st, err := os.Stat(c.ResolvePath(v)); err != nil || st.IsDir() {
 				e.Add(field(name), "%q is not a file", v)
