@@ -34,6 +34,10 @@ const (
 	// EnvClusterAPISource overrides build.clusterAPI.source; a relative
 	// path is relative to the working directory.
 	EnvClusterAPISource = "CAPI_SOURCE_DIR"
+	// EnvClusterAPIPrevious overrides build.clusterAPI.previous.version
+	// (and sets build.clusterAPI.previous when the file has none): the
+	// release the clusterctl-upgrade spec starts from.
+	EnvClusterAPIPrevious = "CAPI_PREVIOUS_VERSION"
 	// EnvImagePolicy overrides build.registry.policy.
 	EnvImagePolicy = "IMAGE_POLICY"
 	// EnvImageMirror overrides build.registry.mirror.
@@ -266,6 +270,12 @@ func (c *Config) applyEnv() {
 		c.overrides = append(c.overrides, env)
 	}
 	set(EnvClusterAPISource, &c.Build.ClusterAPI.Source, true)
+	if os.Getenv(EnvClusterAPIPrevious) != "" {
+		if c.Build.ClusterAPI.Previous == nil {
+			c.Build.ClusterAPI.Previous = &PreviousClusterAPI{}
+		}
+		set(EnvClusterAPIPrevious, &c.Build.ClusterAPI.Previous.Version, false)
+	}
 	set(EnvImagePolicy, &c.Build.Registry.Policy, false)
 	set(EnvImageMirror, &c.Build.Registry.Mirror, false)
 	set(EnvImagePublish, &c.Build.Registry.Publish, false)

@@ -258,3 +258,26 @@ func TestEnvironmentVariablesAreValidated(t *testing.T) {
 		t.Errorf("Load with KUBERNETES_VERSION=v1.35.0 = %v", err)
 	}
 }
+
+// TestPreviousVersionFromTheEnvironment: CAPI_PREVIOUS_VERSION replaces
+// build.clusterAPI.previous.version, and a bad one is named with the
+// variable.
+func TestPreviousVersionFromTheEnvironment(t *testing.T) {
+	t.Setenv(EnvClusterAPIPrevious, "v1.13.5")
+	c, err := Load(repoConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Build.ClusterAPI.Previous.Version; got != "v1.13.5" {
+		t.Errorf("build.clusterAPI.previous.version = %q, want v1.13.5", got)
+	}
+	for v, want := range map[string]string{
+		"v1.14.2": `build.clusterAPI.previous.version (CAPI_PREVIOUS_VERSION): Invalid value: "v1.14.2" is not older than build.clusterAPI.version`,
+		"v1.12.5": `build.clusterAPI.previous.version (CAPI_PREVIOUS_VERSION): Invalid value: "v1.12.5" is older than v1.13.0, the first release whose CAPD serves the DevMachinePoolTemplate`,
+	} {
+		t.Setenv(EnvClusterAPIPrevious, v)
+		if _, err := Load(repoConfig); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Load with CAPI_PREVIOUS_VERSION=%s = %v, want %s", v, err, want)
+		}
+	}
+}

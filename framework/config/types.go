@@ -391,9 +391,9 @@ type ClusterAPI struct {
 type PreviousClusterAPI struct {
 	// Version is a release of both sigs.k8s.io/cluster-api and
 	// sigs.k8s.io/cluster-api/test, of the same major as and older than
-	// the version under test, v1.13.0 or later (the first whose CAPD
-	// serves the Dev* kinds of data/), e.g. "v1.13.4". Its controller
-	// images are build.clusterAPI.images with this tag. Required.
+	// the version under test, MinPreviousClusterAPI or later, e.g.
+	// "v1.13.4". Its controller images are build.clusterAPI.images with
+	// this tag. Required; environment override CAPI_PREVIOUS_VERSION.
 	Version string `json:"version"`
 	// Clusterctl is where that release's clusterctl comes from: if unset,
 	// cmd/clusterctl of Version built from the module proxy; else an

@@ -61,7 +61,7 @@ func (b *Build) validate(e *Errors) {
 		e.Ref("build.clusterAPI.images.testExtension", b.ClusterAPI.Images.TestExtension)
 	}
 	if p := b.ClusterAPI.Previous; p != nil {
-		validatePrevious(e, p, b.ClusterAPI.Version)
+		validatePrevious(e, p, b.ClusterAPI.Version, b.field("build.clusterAPI.previous.version", EnvClusterAPIPrevious))
 	}
 	e.Version("build.certManager.version", b.CertManager.Version)
 	e.Ref("build.certManager.substituteImage", b.CertManager.SubstituteImage)
@@ -100,24 +100,28 @@ func (b *Build) field(name, env string) string {
 }
 
 // MinPreviousClusterAPI is the oldest release build.clusterAPI.previous may
-// name: the first whose CAPD serves the Dev* kinds the harness's templates
-// use.
+// name: the first whose CAPD serves DevMachinePoolTemplate, which the
+// ClusterClass of the harness's topology flavors uses for its MachinePool.
+// v1.12's CAPD serves the other v1beta2 Dev* kinds but not that one: a
+// clusterctl-upgrade run from v1.12.5 failed rendering the template, "no
+// matches for kind \"DevMachinePoolTemplate\"" (docs/configuration.md).
 const MinPreviousClusterAPI = "v1.13.0"
 
 // validatePrevious checks build.clusterAPI.previous against the version
 // under test (current; a working tree's is checked at load, where it is
-// derived).
-func validatePrevious(e *Errors, p *PreviousClusterAPI, current string) {
+// derived). versionField is the version's field name, with the
+// environment variable that set it.
+func validatePrevious(e *Errors, p *PreviousClusterAPI, current, versionField string) {
 	const f = "build.clusterAPI.previous"
-	e.Version(f+".version", p.Version)
+	e.Version(versionField, p.Version)
 	if semver.IsValid(p.Version) {
 		switch {
 		case semver.Compare(p.Version, MinPreviousClusterAPI) < 0:
-			e.Add(f+".version", "%q is older than %s, the first release whose CAPD serves the Dev* kinds of the harness's templates", p.Version, MinPreviousClusterAPI)
+			e.Add(versionField, "%q is older than %s, the first release whose CAPD serves the DevMachinePoolTemplate of the harness's ClusterClass", p.Version, MinPreviousClusterAPI)
 		case semver.IsValid(current) && semver.Major(p.Version) != semver.Major(current):
-			e.Add(f+".version", "%q is not of the major of build.clusterAPI.version %q", p.Version, current)
+			e.Add(versionField, "%q is not of the major of build.clusterAPI.version %q", p.Version, current)
 		case semver.IsValid(current) && semver.Compare(p.Version, current) >= 0:
-			e.Add(f+".version", "%q is not older than build.clusterAPI.version %q: clusterctl upgrade goes from it to the version under test", p.Version, current)
+			e.Add(versionField, "%q is not older than build.clusterAPI.version %q: clusterctl upgrade goes from it to the version under test", p.Version, current)
 		}
 	}
 	if c := p.Clusterctl; c != "" {
