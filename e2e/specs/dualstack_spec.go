@@ -65,14 +65,12 @@ type DualStackSpecInput struct {
 // LoadBalancer answering), checks that the cluster is dual-stack with
 // real traffic in both families (CheckDualStack), then runs Kubernetes'
 // [Feature:IPv6DualStack] e2e tests of KUBERNETES_VERSION against it, as
-// upstream's quick-start does with kubetest (here the conformance image
-// of that version, in a container of the engine; the machines pull the
-// e2e test images from a mirror of the engine's images, not preloaded as
-// for conformance: loading ten images into every machine while it
-// provisions kept the workers past wait-worker-nodes, and these tests
-// use agnhost alone. Nothing is pulled from outside). Then it
-// checks the cluster is still Available with every Machine Ready, and
-// deletes it.
+// upstream's quick-start does with kubetest: here the conformance image
+// of that version, in a container of the engine, the machines pulling
+// the e2e test images from a mirror of the engine's images (not preloaded
+// as for conformance: these tests use agnhost alone; docs/ipv6.md).
+// Then it checks the cluster is still Available with every Machine Ready,
+// and deletes it.
 //
 // Spec name: "dual-stack" (upstream's run as "quick-start"). Variables:
 // KUBERNETES_VERSION, KUBETEST_DUALSTACK_CONFIGURATION,

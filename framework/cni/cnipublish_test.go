@@ -242,19 +242,7 @@ func TestAddPortMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs := strings.Split(string(out), "\n---\n")
-	var cm corev1.ConfigMap
-	if err := yaml.Unmarshal([]byte(docs[0]), &cm); err != nil {
-		t.Fatal(err)
-	}
-	conf := cm.Data[kubeRouterCNIKey]
-	var list struct {
-		Name    string
-		Plugins []map[string]any
-	}
-	if err := json.Unmarshal([]byte(conf), &list); err != nil {
-		t.Fatalf("%s: %v\n%s", kubeRouterCNIKey, err, conf)
-	}
+	docs, list := cniList(t, out)
 	if list.Name != "mynet" || len(list.Plugins) != 2 || list.Plugins[0]["type"] != "bridge" || list.Plugins[1]["type"] != "portmap" {
 		t.Errorf("configuration list = %+v, want bridge then portmap", list)
 	}
@@ -279,18 +267,7 @@ func TestEnableHairpin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs := strings.Split(string(out), "\n---\n")
-	var cm corev1.ConfigMap
-	if err := yaml.Unmarshal([]byte(docs[0]), &cm); err != nil {
-		t.Fatal(err)
-	}
-	var list struct {
-		Name    string
-		Plugins []map[string]any
-	}
-	if err := json.Unmarshal([]byte(cm.Data[kubeRouterCNIKey]), &list); err != nil {
-		t.Fatal(err)
-	}
+	docs, list := cniList(t, out)
 	if len(list.Plugins) != 1 || list.Plugins[0]["type"] != "bridge" || list.Plugins[0]["hairpinMode"] != true {
 		t.Errorf("configuration list = %+v, want the bridge with hairpinMode true", list)
 	}
@@ -305,4 +282,27 @@ func TestEnableHairpin(t *testing.T) {
 	if _, err := EnableHairpin([]byte(noBridge)); err == nil || !strings.Contains(err.Error(), "ConfigMap x: cni-conf.json: no bridge plugin") {
 		t.Errorf("a configuration without a bridge: %v", err)
 	}
+}
+
+// cniConfList is the part of a CNI configuration list the tests read.
+type cniConfList struct {
+	Name    string
+	Plugins []map[string]any
+}
+
+// cniList returns the documents of manifest and the configuration list of
+// its first one, the ConfigMap holding kubeRouterCNIKey.
+func cniList(t *testing.T, manifest []byte) ([]string, cniConfList) {
+	t.Helper()
+	docs := strings.Split(string(manifest), "\n---\n")
+	var cm corev1.ConfigMap
+	if err := yaml.Unmarshal([]byte(docs[0]), &cm); err != nil {
+		t.Fatal(err)
+	}
+	conf := cm.Data[kubeRouterCNIKey]
+	var list cniConfList
+	if err := json.Unmarshal([]byte(conf), &list); err != nil {
+		t.Fatalf("%s: %v\n%s", kubeRouterCNIKey, err, conf)
+	}
+	return docs, list
 }
