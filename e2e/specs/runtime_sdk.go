@@ -27,19 +27,7 @@ var specRuntimeSDK = declare(specFacts{
 	name: "k8s-upgrade-with-runtimesdk", label: LabelRuntimeSDK,
 	variables:     []string{varKubernetesVersionUpgradeFrom, varKubernetesVersionUpgradeTo},
 	testExtension: true,
-	waits: slices.Concat(
-		// The extension discovered; BeforeClusterCreate, before the
-		// creation's waits end; AfterControlPlaneInitialized called.
-		[]string{"wait-extension"}, hookWaits, creationWaits, []string{"wait-hook-called"},
-		// BeforeClusterUpgrade, BeforeControlPlaneUpgrade, the control
-		// plane's Machines, AfterControlPlaneUpgrade, BeforeWorkersUpgrade,
-		// the workers' Machines, AfterWorkersUpgrade; upstream's helper's
-		// own checks (control plane, kube-proxy, MachineDeployment,
-		// MachinePool); AfterClusterUpgrade; every Node Ready.
-		hookWaits, hookWaits, []string{"wait-control-plane-upgrade"}, hookWaits, hookWaits,
-		[]string{"wait-machine-deployment-upgrade"}, hookWaits,
-		[]string{"wait-control-plane-upgrade", "wait-machine-upgrade", "wait-machine-deployment-upgrade", "wait-machine-pool-upgrade"},
-		hookWaits, []string{"wait-nodes-ready"}, healthWaits),
+	waits:         runtimeSDKWaits(1, 1),
 	// BeforeClusterDelete, while the Cluster is deleted.
 	cleanupWaits: slices.Concat([]string{"wait-delete-cluster"}, hookWaits),
 	// hooks.go's pass is called once per hook: waits lists its waits per
@@ -108,166 +96,269 @@ func RuntimeSDKSpec(inputGetter func() RuntimeSDKSpecInput) {
 			r, ctx := begin(specCtx, specRuntimeSDK, in.CommonInput, in.Timeout)
 			from := r.variable(varKubernetesVersionUpgradeFrom)
 			to := r.variable(varKubernetesVersionUpgradeTo)
-			r.summary.Set("upgrade", fmt.Sprintf("%s -> %s", from, to))
-			c := r.in.BootstrapClusterProxy.GetClient()
-			h := &lifecycleHooks{r: r, c: c, extensionConfig: r.namespace}
-			// The extension creates it, without an owner.
-			r.ownerless = map[string]bool{"ConfigMap/" + h.configMap().Name: true}
-
-			r.step("register the test extension for the spec's namespace", func() {
-				ns, svc := in.ExtensionServiceNamespace, in.ExtensionServiceName
-				if ns == "" {
-					ns = testExtensionNamespace
-				}
-				if svc == "" {
-					svc = testExtensionService
-				}
-				h.createExtensionConfig(ctx, ns, svc)
-			})
-			// A spec that fails before its end must not leave its Cluster's
-			// deletion to hooks that block: the ExtensionConfig goes first.
-			r.beforeDelete = append(r.beforeDelete, func(ctx context.Context) {
-				if r.whileDeleting == nil || CurrentSpecReport().Failed() {
-					r.whileDeleting = nil
-					Expect(h.deleteExtensionConfig(ctx)).To(Succeed(), "delete ExtensionConfig %s", h.extensionConfig)
-				}
-			})
-			r.finally = append(r.finally, func(ctx context.Context) {
-				r.step("cleanup: delete the ExtensionConfig", func() {
-					Expect(h.deleteExtensionConfig(ctx)).To(Succeed(), "delete ExtensionConfig %s", h.extensionConfig)
-				})
-			})
-			r.step("wait for the extension's handlers to be discovered", func() {
-				r.summary.Set("extension handlers", strings.Join(h.waitDiscovered(ctx), ", "))
-			})
-
-			res := r.createCluster(ctx, createOptions{
-				flavor:            deref(in.Flavor, "topology"),
-				kubernetesVersion: from,
-				controlPlaneCount: deref(in.ControlPlaneMachineCount, 1),
-				workerCount:       deref(in.WorkerMachineCount, 1),
-				applied: func() {
-					h.pass(ctx, "BeforeClusterCreate", nil, func(ctx context.Context) error {
-						cluster := &clusterv1.Cluster{}
-						if err := c.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.clusterName}, cluster); err != nil {
-							return err
-						}
-						if cluster.Spec.InfrastructureRef.IsDefined() || cluster.Spec.ControlPlaneRef.IsDefined() {
-							return errors.New("the topology controller created the infrastructure or control plane")
-						}
-						return nil
-					})
-				},
-				controlPlaneInitialized: func() {
-					r.step("hook AfterControlPlaneInitialized: called", func() {
-						timeout, poll := r.durations("wait-hook-called")
-						Eventually(h.answered).WithContext(ctx).WithArguments(hookKey("AfterControlPlaneInitialized")).
-							WithTimeout(timeout).WithPolling(poll).Should(Equal(hookSuccess), "hook AfterControlPlaneInitialized called")
-					})
-				},
-			})
-			if !res.Cluster.Spec.Topology.IsDefined() {
-				Fail(fmt.Sprintf("flavor %q: the Cluster has no topology; lifecycle hooks need a ClusterClass", deref(in.Flavor, "topology")))
-			}
-
-			r.step("upgrade the topology through its lifecycle hooks", func() {
-				framework.UpgradeClusterTopologyAndWaitForUpgrade(ctx, framework.UpgradeClusterTopologyAndWaitForUpgradeInput{
-					ClusterProxy:             r.in.BootstrapClusterProxy,
-					Cluster:                  res.Cluster,
-					ControlPlane:             res.ControlPlane,
-					MachineDeployments:       res.MachineDeployments,
-					MachinePools:             res.MachinePools,
-					KubernetesUpgradeVersion: to,
-					PreWaitForControlPlaneToBeUpgraded: func() {
-						h.upgradeStepByStep(ctx, from, to)
-					},
-					// After upgradeStepByStep saw every Machine upgraded:
-					// the control plane's status, kube-proxy, the
-					// MachineDeployments' and MachinePools' own checks.
-					// (No etcd or CoreDNS tag: those waits are skipped.)
-					WaitForControlPlaneToBeUpgraded:      r.intervals("wait-control-plane-upgrade"),
-					WaitForKubeProxyUpgrade:              r.intervals("wait-machine-upgrade"),
-					WaitForMachineDeploymentToBeUpgraded: r.intervals("wait-machine-deployment-upgrade"),
-					WaitForMachinePoolToBeUpgraded:       r.intervals("wait-machine-pool-upgrade"),
-				})
-			})
-			h.pass(ctx, "AfterClusterUpgrade", []string{to}, func(ctx context.Context) error {
-				return h.nextUpgradeRefused(ctx, to)
-			})
-			r.summary.Set("node images after the upgrade", r.nodeImages(ctx, c))
-			r.step("wait for every node to be Ready at the new version", func() {
-				wl := r.in.BootstrapClusterProxy.GetWorkloadCluster(ctx, r.namespace, r.clusterName)
-				defer wl.Dispose(ctx)
-				framework.WaitForNodesReady(ctx, framework.WaitForNodesReadyInput{
-					Lister:            wl.GetClient(),
-					KubernetesVersion: to,
-					Count:             int(res.ExpectedTotalNodes()),
-					WaitForNodesReady: r.intervals("wait-nodes-ready"),
-				})
-			})
-			r.verifyClusterHealthy(ctx, r.in.BootstrapClusterProxy)
-
-			// The deletion is the cleanup's; BeforeClusterDelete is checked
-			// there, while the Cluster is being deleted.
-			r.whileDeleting = func(ctx context.Context) {
-				h.pass(ctx, "BeforeClusterDelete", nil, func(ctx context.Context) error {
-					return h.deletionHeld(ctx)
-				})
-				r.step("every lifecycle hook was called and passed", func() {
-					want := map[string]string{hookKey("AfterControlPlaneInitialized"): hookSuccess}
-					for _, k := range []string{
-						hookKey("BeforeClusterCreate"),
-						hookKey("BeforeClusterUpgrade", from, to),
-						hookKey("BeforeControlPlaneUpgrade", from, to),
-						hookKey("AfterControlPlaneUpgrade", to),
-						hookKey("BeforeWorkersUpgrade", from, to),
-						hookKey("AfterWorkersUpgrade", to),
-						hookKey("AfterClusterUpgrade", to),
-						hookKey("BeforeClusterDelete"),
-					} {
-						want[k] = hookPassed
-					}
-					h.expectAnswers(ctx, want)
-				})
-			}
+			r.runtimeSDK(ctx, in, upgradePlan{from: from, to: to, controlPlane: []string{to}, workers: []string{to}})
 		})
 }
 
-// upgradeStepByStep takes a one-minor topology upgrade through its hooks,
-// as upstream's spec does once the version is patched: BeforeClusterUpgrade
-// and BeforeControlPlaneUpgrade hold every version at from; then the
-// control plane's Machines upgrade; AfterControlPlaneUpgrade holds the
-// workers at from; BeforeWorkersUpgrade too; then the workers' Machines
-// upgrade; AfterWorkersUpgrade holds off AfterClusterUpgrade.
-func (h *lifecycleHooks) upgradeStepByStep(ctx context.Context, from, to string) {
+// runtimeSDKWaits lists the waits of a runtime SDK spec whose upgrade
+// takes the control plane through cpSteps versions and the workers through
+// workerSteps.
+func runtimeSDKWaits(cpSteps, workerSteps int) []string {
+	waits := slices.Concat(
+		// The extension discovered; BeforeClusterCreate, before the
+		// creation's waits end; AfterControlPlaneInitialized called;
+		// BeforeClusterUpgrade.
+		[]string{"wait-extension"}, hookWaits, creationWaits, []string{"wait-hook-called"}, hookWaits)
+	for range cpSteps {
+		// BeforeControlPlaneUpgrade, the control plane's Machines,
+		// AfterControlPlaneUpgrade.
+		waits = slices.Concat(waits, hookWaits, []string{"wait-control-plane-upgrade"}, hookWaits)
+	}
+	for range workerSteps {
+		// BeforeWorkersUpgrade, the workers' Machines, AfterWorkersUpgrade.
+		waits = slices.Concat(waits, hookWaits, []string{"wait-machine-deployment-upgrade"}, hookWaits)
+	}
+	// Upstream's helper's own checks (control plane, kube-proxy,
+	// MachineDeployment, MachinePool); AfterClusterUpgrade; every Node
+	// Ready; the cluster's health.
+	return slices.Concat(waits,
+		[]string{"wait-control-plane-upgrade", "wait-machine-upgrade", "wait-machine-deployment-upgrade", "wait-machine-pool-upgrade"},
+		hookWaits, []string{"wait-nodes-ready"}, healthWaits)
+}
+
+// upgradePlan is the way of a topology upgrade from one Kubernetes
+// version to another: the versions the control plane goes through, in
+// order, and those of them the workers go through.
+type upgradePlan struct {
+	from, to              string
+	controlPlane, workers []string
+	// classVersions, if set, are written to the ClusterClass's
+	// spec.kubernetesVersions before the upgrade: Cluster API plans a
+	// chained upgrade by them.
+	classVersions []string
+}
+
+// String returns the plan as the summary records it, e.g.
+// "v1.35.4 -> v1.37.2; control plane v1.36.3, v1.37.2; workers v1.37.2".
+func (p upgradePlan) String() string {
+	s := p.from + " -> " + p.to
+	if len(p.controlPlane) > 1 || len(p.workers) > 1 {
+		s += fmt.Sprintf("; control plane %s; workers %s", strings.Join(p.controlPlane, ", "), strings.Join(p.workers, ", "))
+	}
+	return s
+}
+
+// runtimeSDK is the runtime SDK specs' body: the cluster created through
+// its hooks, upgraded by plan through them, checked, and deleted through
+// BeforeClusterDelete in the cleanup.
+func (r *run) runtimeSDK(ctx context.Context, in RuntimeSDKSpecInput, plan upgradePlan) {
+	r.summary.Set("upgrade", plan.String())
+	c := r.in.BootstrapClusterProxy.GetClient()
+	h := &lifecycleHooks{r: r, c: c, extensionConfig: r.namespace}
+	// The extension creates it, without an owner.
+	r.ownerless = map[string]bool{"ConfigMap/" + h.configMap().Name: true}
+
+	r.step("register the test extension for the spec's namespace", func() {
+		ns, svc := in.ExtensionServiceNamespace, in.ExtensionServiceName
+		if ns == "" {
+			ns = testExtensionNamespace
+		}
+		if svc == "" {
+			svc = testExtensionService
+		}
+		h.createExtensionConfig(ctx, ns, svc)
+	})
+	// A spec that fails before its end must not leave its Cluster's
+	// deletion to hooks that block: the ExtensionConfig goes first.
+	r.beforeDelete = append(r.beforeDelete, func(ctx context.Context) {
+		if r.whileDeleting == nil || CurrentSpecReport().Failed() {
+			r.whileDeleting = nil
+			Expect(h.deleteExtensionConfig(ctx)).To(Succeed(), "delete ExtensionConfig %s", h.extensionConfig)
+		}
+	})
+	r.finally = append(r.finally, func(ctx context.Context) {
+		r.step("cleanup: delete the ExtensionConfig", func() {
+			Expect(h.deleteExtensionConfig(ctx)).To(Succeed(), "delete ExtensionConfig %s", h.extensionConfig)
+		})
+	})
+	r.step("wait for the extension's handlers to be discovered", func() {
+		r.summary.Set("extension handlers", strings.Join(h.waitDiscovered(ctx), ", "))
+	})
+
+	res := r.createCluster(ctx, createOptions{
+		flavor:            deref(in.Flavor, "topology"),
+		kubernetesVersion: plan.from,
+		controlPlaneCount: deref(in.ControlPlaneMachineCount, 1),
+		workerCount:       deref(in.WorkerMachineCount, 1),
+		applied: func() {
+			h.pass(ctx, "BeforeClusterCreate", nil, func(ctx context.Context) error {
+				cluster := &clusterv1.Cluster{}
+				if err := c.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: r.clusterName}, cluster); err != nil {
+					return err
+				}
+				if cluster.Spec.InfrastructureRef.IsDefined() || cluster.Spec.ControlPlaneRef.IsDefined() {
+					return errors.New("the topology controller created the infrastructure or control plane")
+				}
+				return nil
+			})
+		},
+		controlPlaneInitialized: func() {
+			r.step("hook AfterControlPlaneInitialized: called", func() {
+				timeout, poll := r.durations("wait-hook-called")
+				Eventually(h.answered).WithContext(ctx).WithArguments(hookKey("AfterControlPlaneInitialized")).
+					WithTimeout(timeout).WithPolling(poll).Should(Equal(hookSuccess), "hook AfterControlPlaneInitialized called")
+			})
+		},
+	})
+	if !res.Cluster.Spec.Topology.IsDefined() {
+		Fail(fmt.Sprintf("flavor %q: the Cluster has no topology; lifecycle hooks need a ClusterClass", deref(in.Flavor, "topology")))
+	}
+	if len(plan.classVersions) > 0 {
+		r.step("list the chain's versions in the ClusterClass (spec.kubernetesVersions)", func() {
+			current := &clusterv1.ClusterClass{}
+			Expect(c.Get(ctx, res.Cluster.GetClassKey(), current)).To(Succeed(), "get the Cluster's ClusterClass %s", res.Cluster.GetClassKey())
+			class := current.DeepCopy()
+			class.Spec.KubernetesVersions = plan.classVersions
+			Expect(c.Patch(ctx, class, client.MergeFrom(current))).To(Succeed(),
+				"set spec.kubernetesVersions of ClusterClass %s/%s to %v", class.Namespace, class.Name, plan.classVersions)
+		})
+	}
+
+	r.step("upgrade the topology through its lifecycle hooks", func() {
+		framework.UpgradeClusterTopologyAndWaitForUpgrade(ctx, framework.UpgradeClusterTopologyAndWaitForUpgradeInput{
+			ClusterProxy:             r.in.BootstrapClusterProxy,
+			Cluster:                  res.Cluster,
+			ControlPlane:             res.ControlPlane,
+			MachineDeployments:       res.MachineDeployments,
+			MachinePools:             res.MachinePools,
+			KubernetesUpgradeVersion: plan.to,
+			PreWaitForControlPlaneToBeUpgraded: func() {
+				h.upgradeStepByStep(ctx, plan)
+			},
+			// After upgradeStepByStep saw every Machine upgraded:
+			// the control plane's status, kube-proxy, the
+			// MachineDeployments' and MachinePools' own checks.
+			// (No etcd or CoreDNS tag: those waits are skipped.)
+			WaitForControlPlaneToBeUpgraded:      r.intervals("wait-control-plane-upgrade"),
+			WaitForKubeProxyUpgrade:              r.intervals("wait-machine-upgrade"),
+			WaitForMachineDeploymentToBeUpgraded: r.intervals("wait-machine-deployment-upgrade"),
+			WaitForMachinePoolToBeUpgraded:       r.intervals("wait-machine-pool-upgrade"),
+		})
+	})
+	h.pass(ctx, "AfterClusterUpgrade", []string{plan.to}, func(ctx context.Context) error {
+		return h.nextUpgradeRefused(ctx, plan.to)
+	})
+	r.summary.Set("node images after the upgrade", r.nodeImages(ctx, c))
+	r.step("wait for every node to be Ready at the new version", func() {
+		wl := r.in.BootstrapClusterProxy.GetWorkloadCluster(ctx, r.namespace, r.clusterName)
+		defer wl.Dispose(ctx)
+		framework.WaitForNodesReady(ctx, framework.WaitForNodesReadyInput{
+			Lister:            wl.GetClient(),
+			KubernetesVersion: plan.to,
+			Count:             int(res.ExpectedTotalNodes()),
+			WaitForNodesReady: r.intervals("wait-nodes-ready"),
+		})
+	})
+	r.verifyClusterHealthy(ctx, r.in.BootstrapClusterProxy)
+
+	// The deletion is the cleanup's; BeforeClusterDelete is checked
+	// there, while the Cluster is being deleted.
+	r.whileDeleting = func(ctx context.Context) {
+		h.pass(ctx, "BeforeClusterDelete", nil, func(ctx context.Context) error {
+			return h.deletionHeld(ctx)
+		})
+		r.step("every lifecycle hook was called and passed", func() {
+			want := map[string]string{hookKey("AfterControlPlaneInitialized"): hookSuccess}
+			for _, k := range plan.hookKeys() {
+				want[k] = hookPassed
+			}
+			h.expectAnswers(ctx, want)
+		})
+	}
+}
+
+// hookKeys returns the keys of every blocking hook a cluster upgraded by
+// p is created, upgraded and deleted through, as upstream's spec lists
+// them: one BeforeControlPlaneUpgrade and AfterControlPlaneUpgrade per
+// control-plane step, one BeforeWorkersUpgrade and AfterWorkersUpgrade per
+// workers' step.
+func (p upgradePlan) hookKeys() []string {
+	keys := []string{
+		hookKey("BeforeClusterCreate"),
+		hookKey("BeforeClusterUpgrade", p.from, p.to),
+		hookKey("AfterClusterUpgrade", p.to),
+		hookKey("BeforeClusterDelete"),
+	}
+	prev := p.from
+	for _, v := range p.controlPlane {
+		keys = append(keys, hookKey("BeforeControlPlaneUpgrade", prev, v), hookKey("AfterControlPlaneUpgrade", v))
+		prev = v
+	}
+	prev = p.from
+	for _, v := range p.workers {
+		keys = append(keys, hookKey("BeforeWorkersUpgrade", prev, v), hookKey("AfterWorkersUpgrade", v))
+		prev = v
+	}
+	return keys
+}
+
+// upgradeStepByStep takes a topology upgrade through its hooks by plan,
+// as upstream's spec does once the version is patched. BeforeClusterUpgrade
+// holds every version at from. Then, for each version of the control
+// plane's plan: BeforeControlPlaneUpgrade holds the control plane at its
+// last version; its Machines upgrade; AfterControlPlaneUpgrade holds the
+// workers and what comes next (the workers' upgrade, the control plane's
+// next step or AfterClusterUpgrade). Where the workers' plan has that
+// version too: BeforeWorkersUpgrade holds them; their Machines upgrade;
+// AfterWorkersUpgrade holds what comes next.
+func (h *lifecycleHooks) upgradeStepByStep(ctx context.Context, p upgradePlan) {
 	r := h.r
-	h.pass(ctx, "BeforeClusterUpgrade", []string{from, to}, func(ctx context.Context) error {
-		return errors.Join(h.at(ctx, from, from), h.notCalled(ctx, hookKey("BeforeControlPlaneUpgrade", from, to)))
+	h.pass(ctx, "BeforeClusterUpgrade", []string{p.from, p.to}, func(ctx context.Context) error {
+		return errors.Join(h.at(ctx, p.from, p.from), h.notCalled(ctx, hookKey("BeforeControlPlaneUpgrade", p.from, p.controlPlane[0])))
 	})
-	h.pass(ctx, "BeforeControlPlaneUpgrade", []string{from, to}, func(ctx context.Context) error {
-		return h.at(ctx, from, from)
-	})
-	r.step("wait for the control plane's Machines at the new version", func() {
-		timeout, poll := r.durations("wait-control-plane-upgrade")
-		Eventually(func() error {
-			return errors.Join(h.controlPlaneAt(ctx, to), h.machinesAt(ctx, true, to))
-		}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the control plane at %s", to)
-	})
-	h.pass(ctx, "AfterControlPlaneUpgrade", []string{to}, func(ctx context.Context) error {
-		return errors.Join(h.at(ctx, to, from), h.notCalled(ctx, hookKey("BeforeWorkersUpgrade", from, to)))
-	})
-	h.pass(ctx, "BeforeWorkersUpgrade", []string{from, to}, func(ctx context.Context) error {
-		return h.at(ctx, to, from)
-	})
-	r.step("wait for the workers' Machines at the new version", func() {
-		timeout, poll := r.durations("wait-machine-deployment-upgrade")
-		Eventually(func() error {
-			return errors.Join(h.at(ctx, to, to), h.machinesAt(ctx, false, to))
-		}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the workers at %s", to)
-	})
-	h.pass(ctx, "AfterWorkersUpgrade", []string{to}, func(ctx context.Context) error {
-		return h.notCalled(ctx, hookKey("AfterClusterUpgrade", to))
-	})
+	cp, workers := p.from, p.from
+	for i, v := range p.controlPlane {
+		// next is the hook that follows once the workers are done with v.
+		next := hookKey("AfterClusterUpgrade", p.to)
+		if i+1 < len(p.controlPlane) {
+			next = hookKey("BeforeControlPlaneUpgrade", v, p.controlPlane[i+1])
+		}
+		workersToo := slices.Contains(p.workers, v)
+		prevCP, w := cp, workers
+		h.pass(ctx, "BeforeControlPlaneUpgrade", []string{prevCP, v}, func(ctx context.Context) error {
+			return h.at(ctx, prevCP, w)
+		})
+		r.step("wait for the control plane's Machines at "+v, func() {
+			timeout, poll := r.durations("wait-control-plane-upgrade")
+			Eventually(func() error {
+				return errors.Join(h.controlPlaneAt(ctx, v), h.machinesAt(ctx, true, v))
+			}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the control plane at %s", v)
+		})
+		cp = v
+		afterCP := next
+		if workersToo {
+			afterCP = hookKey("BeforeWorkersUpgrade", w, v)
+		}
+		h.pass(ctx, "AfterControlPlaneUpgrade", []string{v}, func(ctx context.Context) error {
+			return errors.Join(h.at(ctx, v, w), h.notCalled(ctx, afterCP))
+		})
+		if !workersToo {
+			continue
+		}
+		h.pass(ctx, "BeforeWorkersUpgrade", []string{w, v}, func(ctx context.Context) error {
+			return h.at(ctx, v, w)
+		})
+		r.step("wait for the workers' Machines at "+v, func() {
+			timeout, poll := r.durations("wait-machine-deployment-upgrade")
+			Eventually(func() error {
+				return errors.Join(h.at(ctx, v, v), h.machinesAt(ctx, false, v))
+			}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the workers at %s", v)
+		})
+		workers = v
+		h.pass(ctx, "AfterWorkersUpgrade", []string{v}, func(ctx context.Context) error {
+			return h.notCalled(ctx, next)
+		})
+	}
 }
 
 // controlPlaneAt returns nil when the KubeadmControlPlane reports version
