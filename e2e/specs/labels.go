@@ -21,6 +21,8 @@ package specs
 //	MachineDeploymentRolloutSpec md-rollout
 //	SelfHostedSpec           self-hosted, clusterctl, slow   ClusterClass
 //	RuntimeSDKSpec           runtime-sdk, K8s-Upgrade        ClusterClass
+//	RuntimeSDKChainedUpgradeSpec runtime-sdk, K8s-Upgrade,   ClusterClass
+//	                         chained-upgrade
 //	ClusterctlUpgradeSpec    clusterctl-upgrade, clusterctl  ClusterClass
 //	K8SConformanceSpec       Conformance, K8s-Install, slow
 //	ClusterUpgradeConformanceSpec K8s-Upgrade, Conformance,  ClusterClass
@@ -78,6 +80,10 @@ const (
 	// LabelRuntimeSDK marks specs that drive a runtime extension's hooks
 	// (Cluster API's runtime SDK).
 	LabelRuntimeSDK = "runtime-sdk"
+	// LabelChainedUpgrade marks the spec that upgrades a cluster across
+	// several minors at once, by its ClusterClass's list of versions
+	// (upstream's chained upgrade, which upstream does not label).
+	LabelChainedUpgrade = "chained-upgrade"
 	// LabelExplore marks the spec `make up` runs: the quick-start's cluster,
 	// kept running with the management cluster (capd-e2e's suite registers
 	// it only when CAPD_E2E_KEEP names the environment).

@@ -105,7 +105,8 @@ func TestWaitsListWhatTheCodeWaitsFor(t *testing.T) {
 	varNames := map[string]string{
 		"varKubernetesVersion": varKubernetesVersion, "varKubernetesVersionUpgradeFrom": varKubernetesVersionUpgradeFrom,
 		"varKubernetesVersionUpgradeTo": varKubernetesVersionUpgradeTo, "varKubetestConfiguration": varKubetestConfiguration,
-		"varKubetestDualStackConfiguration": varKubetestDualStackConfiguration,
+		"varKubetestDualStackConfiguration":      varKubetestDualStackConfiguration,
+		"varKubernetesVersionChainedUpgradeFrom": varKubernetesVersionChainedUpgradeFrom,
 	}
 	creation, _ := scan(t, "create.go", "waits.go")
 	for _, f := range declaredSpecs() {
