@@ -316,17 +316,22 @@ func (h *lifecycleHooks) upgradeStepByStep(ctx context.Context, p upgradePlan) {
 	h.pass(ctx, "BeforeClusterUpgrade", []string{p.from, p.to}, func(ctx context.Context) error {
 		return errors.Join(h.at(ctx, p.from, p.from), h.notCalled(ctx, hookKey("BeforeControlPlaneUpgrade", p.from, p.controlPlane[0])))
 	})
-	cp, workers := p.from, p.from
+	// The hooks' checks run within h.pass: they read workers as it is
+	// then.
+	workers := p.from
 	for i, v := range p.controlPlane {
+		prev := p.from
+		if i > 0 {
+			prev = p.controlPlane[i-1]
+		}
 		// next is the hook that follows once the workers are done with v.
 		next := hookKey("AfterClusterUpgrade", p.to)
 		if i+1 < len(p.controlPlane) {
 			next = hookKey("BeforeControlPlaneUpgrade", v, p.controlPlane[i+1])
 		}
 		workersToo := slices.Contains(p.workers, v)
-		prevCP, w := cp, workers
-		h.pass(ctx, "BeforeControlPlaneUpgrade", []string{prevCP, v}, func(ctx context.Context) error {
-			return h.at(ctx, prevCP, w)
+		h.pass(ctx, "BeforeControlPlaneUpgrade", []string{prev, v}, func(ctx context.Context) error {
+			return h.at(ctx, prev, workers)
 		})
 		r.step("wait for the control plane's Machines at "+v, func() {
 			timeout, poll := r.durations("wait-control-plane-upgrade")
@@ -334,19 +339,18 @@ func (h *lifecycleHooks) upgradeStepByStep(ctx context.Context, p upgradePlan) {
 				return errors.Join(h.controlPlaneAt(ctx, v), h.machinesAt(ctx, true, v))
 			}).WithContext(ctx).WithTimeout(timeout).WithPolling(poll).Should(Succeed(), "the control plane at %s", v)
 		})
-		cp = v
 		afterCP := next
 		if workersToo {
-			afterCP = hookKey("BeforeWorkersUpgrade", w, v)
+			afterCP = hookKey("BeforeWorkersUpgrade", workers, v)
 		}
 		h.pass(ctx, "AfterControlPlaneUpgrade", []string{v}, func(ctx context.Context) error {
-			return errors.Join(h.at(ctx, v, w), h.notCalled(ctx, afterCP))
+			return errors.Join(h.at(ctx, v, workers), h.notCalled(ctx, afterCP))
 		})
 		if !workersToo {
 			continue
 		}
-		h.pass(ctx, "BeforeWorkersUpgrade", []string{w, v}, func(ctx context.Context) error {
-			return h.at(ctx, v, w)
+		h.pass(ctx, "BeforeWorkersUpgrade", []string{workers, v}, func(ctx context.Context) error {
+			return h.at(ctx, v, workers)
 		})
 		r.step("wait for the workers' Machines at "+v, func() {
 			timeout, poll := r.durations("wait-machine-deployment-upgrade")
