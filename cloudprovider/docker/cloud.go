@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/capd-e2e/capd-e2e/cloudprovider/names"
@@ -84,7 +86,18 @@ type Config struct {
 	// CallTimeout bounds each call the controllers make (one lookup, one
 	// load balancer reconciliation). If zero, DefaultCallTimeout.
 	CallTimeout time.Duration
+	// NodeIPFamilies are the families of a node's InternalIPs, in order:
+	// the cluster's, as a real provider's (AWS's cloud provider has the
+	// same setting). An IPv6-only cluster's nodes get only their IPv6
+	// address, although their machines have both on the network. If
+	// empty, DefaultNodeIPFamilies. Each must be IPv4 or IPv6, once.
+	NodeIPFamilies []v1.IPFamily
 }
+
+// DefaultNodeIPFamilies are Config.NodeIPFamilies when it is empty: an
+// IPv4 and an IPv6 address, IPv4 first (what CAPD itself gives a
+// dual-stack cluster's nodes).
+var DefaultNodeIPFamilies = []v1.IPFamily{v1.IPv4Protocol, v1.IPv6Protocol}
 
 // Cloud is the cloud provider. It is safe for concurrent use.
 type Cloud struct {
@@ -119,7 +132,18 @@ func New(cfg Config) (*Cloud, error) {
 			return nil, fmt.Errorf("docker cloud provider: invalid load balancer ulimit %+v", u)
 		}
 	}
-	machines := &instances{rt: cfg.Runtime, cluster: cfg.ClusterName, network: cfg.Network, timeout: cfg.CallTimeout}
+	if len(cfg.NodeIPFamilies) == 0 {
+		cfg.NodeIPFamilies = DefaultNodeIPFamilies
+	}
+	for i, f := range cfg.NodeIPFamilies {
+		if f != v1.IPv4Protocol && f != v1.IPv6Protocol {
+			return nil, fmt.Errorf("docker cloud provider: node IP family %q is neither %s nor %s", f, v1.IPv4Protocol, v1.IPv6Protocol)
+		}
+		if slices.Contains(cfg.NodeIPFamilies[:i], f) {
+			return nil, fmt.Errorf("docker cloud provider: node IP family %s given twice", f)
+		}
+	}
+	machines := &instances{rt: cfg.Runtime, cluster: cfg.ClusterName, network: cfg.Network, timeout: cfg.CallTimeout, families: slices.Clone(cfg.NodeIPFamilies)}
 	return &Cloud{
 		instances: machines,
 		lb: &loadBalancer{

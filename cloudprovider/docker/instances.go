@@ -49,6 +49,9 @@ type instances struct {
 	cluster string
 	network string
 	timeout time.Duration
+	// families are the node InternalIPs' families, in order
+	// (Config.NodeIPFamilies).
+	families []v1.IPFamily
 }
 
 var _ cloudprovider.InstancesV2 = (*instances)(nil)
@@ -146,14 +149,22 @@ func (i *instances) addresses(d runtime.ContainerDetails, nodeName string) ([]v1
 	if !ok {
 		return nil, fmt.Errorf("container %q of node %q is not attached to network %q", d.Name, nodeName, i.network)
 	}
+	families := i.families
+	if len(families) == 0 {
+		families = DefaultNodeIPFamilies
+	}
 	var out []v1.NodeAddress
-	for _, ip := range []string{ep.IPv4, ep.IPv6} {
+	for _, f := range families {
+		ip := ep.IPv4
+		if f == v1.IPv6Protocol {
+			ip = ep.IPv6
+		}
 		if ip != "" {
 			out = append(out, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("container %q of node %q (%s) has no address on network %q yet", d.Name, nodeName, d.State.Status, i.network)
+		return nil, fmt.Errorf("container %q of node %q (%s) has no address on network %q yet (node IP families: %s)", d.Name, nodeName, d.State.Status, i.network, familyNames(families))
 	}
 	return append(out, v1.NodeAddress{Type: v1.NodeHostName, Address: nodeName}), nil
 }
@@ -187,4 +198,13 @@ func (i *instances) container(ctx context.Context, node *v1.Node) (runtime.Conta
 			node.Name, name, got, runtime.LabelCluster, i.cluster)
 	}
 	return d, nil
+}
+
+// familyNames is families as text: "IPv4, IPv6".
+func familyNames(families []v1.IPFamily) string {
+	names := make([]string, len(families))
+	for i, f := range families {
+		names[i] = string(f)
+	}
+	return strings.Join(names, ", ")
 }

@@ -267,6 +267,55 @@ func TestInstanceMetadata(t *testing.T) {
 	}
 }
 
+// TestInstanceMetadataNodeIPFamilies: the node's InternalIPs are of the
+// configured families, in their order: an IPv6-only cluster's nodes get
+// their IPv6 address alone, an IPv6-first cluster's both, IPv6 first, and
+// a machine with no address of the families is an error naming them.
+// Families that are not IPv4 or IPv6, or given twice, are refused.
+func TestInstanceMetadataNodeIPFamilies(t *testing.T) {
+	rt := fake.New()
+	dual := machine("c1-md-1", cluster, "worker", "172.18.0.4")
+	dual.Networks[docker.DefaultNetwork] = runtime.NetworkEndpoint{IPv4: "172.18.0.4", IPv6: "fc00:f853:ccd:e793::4"}
+	rt.AddContainer(dual)
+	rt.AddContainer(machine("c1-md-2", cluster, "worker", "172.18.0.5"))
+	ipv4 := v1.NodeAddress{Type: v1.NodeInternalIP, Address: "172.18.0.4"}
+	ipv6 := v1.NodeAddress{Type: v1.NodeInternalIP, Address: "fc00:f853:ccd:e793::4"}
+	host := v1.NodeAddress{Type: v1.NodeHostName, Address: "c1-md-1"}
+	for _, tc := range []struct {
+		families []v1.IPFamily
+		want     []v1.NodeAddress
+	}{
+		{[]v1.IPFamily{v1.IPv6Protocol}, []v1.NodeAddress{ipv6, host}},
+		{[]v1.IPFamily{v1.IPv6Protocol, v1.IPv4Protocol}, []v1.NodeAddress{ipv6, ipv4, host}},
+		{[]v1.IPFamily{v1.IPv4Protocol}, []v1.NodeAddress{ipv4, host}},
+		{nil, []v1.NodeAddress{ipv4, ipv6, host}},
+	} {
+		cloud, err := docker.New(docker.Config{Runtime: rt, ClusterName: cluster, NodeIPFamilies: tc.families})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inst, _ := cloud.InstancesV2()
+		md, err := inst.InstanceMetadata(context.Background(), node("c1-md-1", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(md.NodeAddresses, tc.want) {
+			t.Errorf("families %v: addresses = %v, want %v", tc.families, md.NodeAddresses, tc.want)
+		}
+		if tc.families != nil && tc.families[0] == v1.IPv6Protocol && len(tc.families) == 1 {
+			_, err := inst.InstanceMetadata(context.Background(), node("c1-md-2", ""))
+			if err == nil || !strings.Contains(err.Error(), "has no address on network \"kind\" yet (node IP families: IPv6)") {
+				t.Errorf("IPv6-only, a machine with an IPv4 address only: %v; want an error naming IPv6", err)
+			}
+		}
+	}
+	for _, bad := range [][]v1.IPFamily{{"IPv5"}, {v1.IPv6Protocol, v1.IPv6Protocol}} {
+		if _, err := docker.New(docker.Config{Runtime: rt, ClusterName: cluster, NodeIPFamilies: bad}); err == nil {
+			t.Errorf("New with node IP families %v: no error", bad)
+		}
+	}
+}
+
 func TestInstanceMetadataErrors(t *testing.T) {
 	rt := fake.New()
 	rt.AddContainer(machine("c1-md-0", cluster, "worker", "")) // running, no address yet

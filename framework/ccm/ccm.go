@@ -21,6 +21,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -58,6 +60,11 @@ type Installer struct {
 	// Engine is the engine the manager creates load balancers in, for
 	// Uninstall. Required by Uninstall only.
 	Engine Engine
+	// NodeIPFamilies, if set, are the families of the nodes' InternalIPs
+	// (the manager's --node-ip-families). If unset, Install sets IPv6
+	// alone for a cluster whose Pod ranges are all IPv6, and leaves the
+	// manager's default (IPv4, then IPv6) otherwise.
+	NodeIPFamilies []corev1.IPFamily
 }
 
 // Name returns the name of the Deployment for cluster.
@@ -89,6 +96,13 @@ func (in Installer) Deployment(namespace, cluster string, clusterUID string) *ap
 	}
 	if in.RunID != "" {
 		args = append(args, "--run-id="+in.RunID)
+	}
+	if len(in.NodeIPFamilies) > 0 {
+		families := make([]string, len(in.NodeIPFamilies))
+		for i, f := range in.NodeIPFamilies {
+			families[i] = string(f)
+		}
+		args = append(args, "--node-ip-families="+strings.Join(families, ","))
 	}
 	labels := map[string]string{
 		"app.kubernetes.io/name":     "capd-cloud-controller-manager",
@@ -149,6 +163,9 @@ func (in Installer) Install(ctx context.Context, c client.Client, namespace, clu
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: cluster}, owner); err != nil {
 		return fmt.Errorf("install the cloud controller manager of %s/%s: %w", namespace, cluster, err)
 	}
+	if len(in.NodeIPFamilies) == 0 && ipv6Only(owner.Spec.ClusterNetwork.Pods.CIDRBlocks) {
+		in.NodeIPFamilies = []corev1.IPFamily{corev1.IPv6Protocol}
+	}
 	want := in.Deployment(namespace, cluster, string(owner.UID))
 	err := c.Create(ctx, want)
 	if apierrors.IsAlreadyExists(err) {
@@ -190,4 +207,16 @@ func (in Installer) Uninstall(ctx context.Context, cluster string) ([]string, er
 		removed = append(removed, c.Name)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// ipv6Only reports whether cidrs, a Cluster's Pod ranges, are all IPv6
+// (and there is one at least).
+func ipv6Only(cidrs []string) bool {
+	for _, c := range cidrs {
+		p, err := netip.ParsePrefix(c)
+		if err != nil || p.Addr().Is4() {
+			return false
+		}
+	}
+	return len(cidrs) > 0
 }

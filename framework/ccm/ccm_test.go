@@ -116,3 +116,33 @@ func TestUninstallReportsAnUnreachableEngine(t *testing.T) {
 		t.Fatalf("Uninstall = %v, want the engine's error naming the cluster", err)
 	}
 }
+
+// TestNodeIPFamilies: set families become --node-ip-families, in order;
+// Install sets IPv6 alone only for a cluster whose Pod ranges are all
+// IPv6.
+func TestNodeIPFamilies(t *testing.T) {
+	d := Installer{Image: "i", NodeIPFamilies: []corev1.IPFamily{corev1.IPv6Protocol, corev1.IPv4Protocol}}.Deployment("ns", "c1", "u")
+	if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--node-ip-families=IPv6,IPv4") {
+		t.Errorf("args %q lack --node-ip-families=IPv6,IPv4", args)
+	}
+	for _, a := range (Installer{Image: "i"}).Deployment("ns", "c1", "u").Spec.Template.Spec.Containers[0].Args {
+		if strings.HasPrefix(a, "--node-ip-families") {
+			t.Errorf("no families set, yet %q is passed", a)
+		}
+	}
+	for _, tc := range []struct {
+		cidrs []string
+		want  bool
+	}{
+		{[]string{"fd00:100:96::/48"}, true},
+		{[]string{"fd00:100:96::/48", "fd00:200::/48"}, true},
+		{[]string{"192.168.0.0/16"}, false},
+		{[]string{"fd00:100:96::/48", "192.168.0.0/16"}, false},
+		{[]string{"not-a-cidr"}, false},
+		{nil, false},
+	} {
+		if got := ipv6Only(tc.cidrs); got != tc.want {
+			t.Errorf("ipv6Only(%q) = %t, want %t", tc.cidrs, got, tc.want)
+		}
+	}
+}

@@ -16,9 +16,11 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app"
@@ -48,6 +50,7 @@ type dockerFlags struct {
 	nofile      int64
 	runID       string
 	callTimeout time.Duration
+	families    []string
 }
 
 func (f *dockerFlags) addTo(fs *pflag.FlagSet) {
@@ -61,6 +64,8 @@ func (f *dockerFlags) addTo(fs *pflag.FlagSet) {
 		"Harness run id to label load balancer containers with ("+runtime.LabelRunID+"); none if empty.")
 	fs.DurationVar(&f.callTimeout, "docker-call-timeout", docker.DefaultCallTimeout,
 		"Bound on each call the controllers make to the provider (a lookup, a load balancer reconciliation).")
+	fs.StringSliceVar(&f.families, "node-ip-families", familyFlag(docker.DefaultNodeIPFamilies),
+		"IP families of the nodes' InternalIPs, in order (IPv4, IPv6): the cluster's; IPv6 alone for an IPv6-only cluster.")
 }
 
 func main() {
@@ -144,6 +149,17 @@ func newCloud(c *config.CompletedConfig, df *dockerFlags, clusterNameSet bool) (
 			ulimits = append(ulimits, u)
 		}
 	}
+	var families []v1.IPFamily
+	for _, f := range df.families {
+		switch strings.ToLower(f) {
+		case "ipv4":
+			families = append(families, v1.IPv4Protocol)
+		case "ipv6":
+			families = append(families, v1.IPv6Protocol)
+		default:
+			return nil, fmt.Errorf("--node-ip-families: %q is neither IPv4 nor IPv6", f)
+		}
+	}
 	rt, err := moby.New(moby.Config{})
 	if err != nil {
 		return nil, err
@@ -157,5 +173,15 @@ func newCloud(c *config.CompletedConfig, df *dockerFlags, clusterNameSet bool) (
 		LoadBalancerUlimits: ulimits,
 		RunID:               df.runID,
 		CallTimeout:         df.callTimeout,
+		NodeIPFamilies:      families,
 	})
+}
+
+// familyFlag is families as the values of --node-ip-families.
+func familyFlag(families []v1.IPFamily) []string {
+	out := make([]string, len(families))
+	for i, f := range families {
+		out[i] = string(f)
+	}
+	return out
 }
