@@ -106,11 +106,14 @@ func TestNormalize(t *testing.T) {
 }
 
 func TestKindOptionsValidate(t *testing.T) {
-	err := KindOptions{Workers: -1}.validate()
-	for _, field := range []string{"Name", "NodeImage", "Runtime", "Workers"} {
+	err := KindOptions{Workers: -1, DualStack: true}.validate()
+	for _, field := range []string{"Name", "NodeImage", "Runtime", "Workers", "CNIManifest"} {
 		if err == nil || !strings.Contains(err.Error(), "KindOptions."+field) {
 			t.Errorf("validate() = %v, want it to name %s", err, field)
 		}
+	}
+	if err := (KindOptions{Name: "x", NodeImage: "y", Runtime: fake.New(), DualStack: true, CNIManifest: []byte("kind: DaemonSet")}).validate(); err != nil {
+		t.Errorf("a dual-stack cluster with its CNI: %v", err)
 	}
 	if _, err := CreateKind(context.Background(), KindOptions{Name: "x", NodeImage: "kindest/node:v0", Runtime: fake.New()}); err == nil || !strings.Contains(err.Error(), "kindest/node:v0") {
 		t.Errorf("missing node image: %v", err)

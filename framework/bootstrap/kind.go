@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,7 +73,26 @@ type KindOptions struct {
 	// EnableOwnerReferencesPermissionEnforcement turns on the admission
 	// plugin upstream enables to catch RBAC errors with blockOwnerDeletion.
 	EnableOwnerReferencesPermissionEnforcement bool
+	// DualStack makes the cluster dual-stack (kind's ipFamily "dual"): its
+	// Pods and Services get an IPv4 and an IPv6 address, from
+	// DualStackPodSubnets and DualStackServiceSubnets, so that its Pods
+	// reach IPv6 addresses (an IPv6-only workload cluster's API server).
+	// The node image's default CNI is IPv4-only, so CNIManifest is then
+	// required: a dual-stack CNI for those ranges.
+	DualStack bool
+	// CNIManifest, if set, replaces the node image's default CNI: kind
+	// installs none, and CreateKind creates these objects (kubectl create
+	// on the control-plane node) once kind has set the cluster up, before
+	// it waits for the node to be Ready.
+	CNIManifest []byte
 }
+
+// The ranges of a DualStack cluster, IPv4 first (kind's defaults for
+// ipFamily "dual", set explicitly so that a CNI can be rendered for them).
+var (
+	DualStackPodSubnets     = []string{"10.244.0.0/16", "fd00:10:244::/56"}
+	DualStackServiceSubnets = []string{"10.96.0.0/16", "fd00:10:96::/112"}
+)
 
 // KindCluster is a created kind cluster.
 type KindCluster struct {
@@ -106,6 +126,9 @@ func (o KindOptions) validate() error {
 	}
 	if o.Workers < 0 {
 		errs = append(errs, fmt.Errorf("KindOptions.Workers: %d is negative", o.Workers))
+	}
+	if o.DualStack && len(o.CNIManifest) == 0 {
+		errs = append(errs, errors.New("KindOptions.CNIManifest: required with DualStack (the node image's default CNI is IPv4-only)"))
 	}
 	return errors.Join(errs...)
 }
@@ -156,6 +179,12 @@ func CreateKind(ctx context.Context, o KindOptions) (*KindCluster, error) {
 		cfg.KubeadmConfigPatches = append(cfg.KubeadmConfigPatches,
 			"kind: ClusterConfiguration\napiServer:\n  extraArgs:\n    enable-admission-plugins: OwnerReferencesPermissionEnforcement\n")
 	}
+	if o.DualStack {
+		cfg.Networking.IPFamily = v1alpha4.DualStackFamily
+		cfg.Networking.PodSubnet = strings.Join(DualStackPodSubnets, ",")
+		cfg.Networking.ServiceSubnet = strings.Join(DualStackServiceSubnets, ",")
+	}
+	cfg.Networking.DisableDefaultCNI = len(o.CNIManifest) > 0
 	v1alpha4.SetDefaultsCluster(cfg)
 
 	// kind's providers run the docker or podman CLI themselves; that is
@@ -165,8 +194,10 @@ func CreateKind(ctx context.Context, o KindOptions) (*KindCluster, error) {
 
 	created := make(chan error, 1)
 	wait := o.WaitForReady
-	if o.NoWait {
-		wait = 0 // kind: no wait
+	if o.NoWait || len(o.CNIManifest) > 0 {
+		// kind: no wait. Without its default CNI no node becomes Ready
+		// before CreateKind installs CNIManifest; it waits itself then.
+		wait = 0
 	}
 	go func() {
 		created <- provider.Create(o.Name,
@@ -210,6 +241,9 @@ func CreateKind(ctx context.Context, o KindOptions) (*KindCluster, error) {
 				err = fmt.Errorf("%w (loading while kind created the cluster: %v)", err, lerr)
 			}
 		}
+	}
+	if err == nil && len(o.CNIManifest) > 0 {
+		err = k.installCNI(ctx, o.CNIManifest, !o.NoWait, o.WaitForReady)
 	}
 	if err != nil {
 		cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
@@ -394,6 +428,34 @@ func (k *KindCluster) Delete(ctx context.Context) error {
 	}
 	if err := os.Remove(k.KubeconfigPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("delete kubeconfig of kind cluster %q: %w", k.Name, err)
+	}
+	return nil
+}
+
+// installCNI creates manifest's objects with the control-plane node's
+// kubectl (kind's way to install its default CNI) and, with wait, waits
+// until every node is Ready, bounded by timeout.
+func (k *KindCluster) installCNI(ctx context.Context, manifest []byte, wait bool, timeout time.Duration) error {
+	node := k.Name + "-control-plane"
+	kubectl := []string{"kubectl", "--kubeconfig=/etc/kubernetes/admin.conf"}
+	var stderr bytes.Buffer
+	res, err := k.rt.Exec(ctx, node, runtime.ExecOptions{
+		Cmd:   append(slices.Clone(kubectl), "create", "-f", "-"),
+		Stdin: bytes.NewReader(manifest), Stderr: &stderr,
+	})
+	if err == nil && res.ExitCode != 0 {
+		err = &runtime.ExitError{Container: node, Cmd: []string{"kubectl", "create", "-f", "-"}, ExitCode: res.ExitCode, Stderr: stderr.Bytes()}
+	}
+	if err != nil {
+		return fmt.Errorf("install the CNI: %w", err)
+	}
+	if !wait {
+		return nil
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, timeout+30*time.Second)
+	defer cancel()
+	if _, err := runtime.Output(waitCtx, k.rt, node, append(kubectl, "wait", "--for=condition=Ready", "nodes", "--all", "--timeout="+timeout.String())...); err != nil {
+		return fmt.Errorf("wait for the nodes to be Ready with the CNI installed: %w", err)
 	}
 	return nil
 }

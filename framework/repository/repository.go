@@ -54,10 +54,11 @@ func Create(ctx context.Context, in CreateInput) (string, error) {
 	if _, err := Components(ctx, cfg, in.RenderDir); err != nil {
 		return "", err
 	}
-	// The CNI of the clusters: CNI_RESOURCES, and CNI_RESOURCES_DUALSTACK
-	// for the dual-stack flavors. A CNI the user names serves both.
+	// The CNI of the clusters: CNI_RESOURCES, CNI_RESOURCES_DUALSTACK for
+	// the dual-stack flavors and CNI_RESOURCES_IPV6 for the IPv6-only one.
+	// A CNI the user names serves all three.
 	manifest, ok := cfg.LookupVariable(config.VarCNI)
-	dualStack := ""
+	dualStack, ipv6 := "", ""
 	if !ok || manifest == "" {
 		manifest = filepath.Join(in.RenderDir, "cni", "kube-router.yaml")
 		if err := cni.WriteKubeRouterManifest(ctx, cfg, manifest); err != nil {
@@ -67,9 +68,13 @@ func Create(ctx context.Context, in CreateInput) (string, error) {
 		if err := cni.WriteKubeRouterDualStackManifest(ctx, cfg, dualStack); err != nil {
 			return "", err
 		}
+		ipv6 = filepath.Join(in.RenderDir, "cni", "kube-router-ipv6.yaml")
+		if err := cni.WriteKubeRouterIPv6Manifest(ctx, cfg, ipv6); err != nil {
+			return "", err
+		}
 	} else {
 		manifest = cfg.ResolvePath(manifest)
-		dualStack = manifest
+		dualStack, ipv6 = manifest, manifest
 	}
 	// Upstream's CreateRepository runs kustomize for providers of type
 	// kustomize; give it the harness's, unless the user chose one.
@@ -87,6 +92,7 @@ func Create(ctx context.Context, in CreateInput) (string, error) {
 		cin := clusterctl.CreateRepositoryInput{E2EConfig: in.E2EConfig, RepositoryFolder: in.RepositoryDir}
 		cin.RegisterClusterResourceSetConfigMapTransformation(manifest, "CNI_RESOURCES")
 		cin.RegisterClusterResourceSetConfigMapTransformation(dualStack, "CNI_RESOURCES_DUALSTACK")
+		cin.RegisterClusterResourceSetConfigMapTransformation(ipv6, "CNI_RESOURCES_IPV6")
 		path = clusterctl.CreateRepository(ctx, cin)
 	})
 	if err != nil {

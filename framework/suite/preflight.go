@@ -44,6 +44,13 @@ type Requirement struct {
 	// build.kubernetes entry needs a conformance section (its image and
 	// e2e test images).
 	Conformance []string
+	// DualStackManagement is set when the spec's workload clusters are
+	// IPv6-only: the management cluster's controllers, and the
+	// cloud-controller-manager beside them, reach their API servers at
+	// IPv6 addresses, so the kind management cluster the suite creates is
+	// dual-stack (bootstrap.KindOptions.DualStack). A management cluster
+	// the user gives (a kubeconfig) must be so already.
+	DualStackManagement bool
 	// KubeadmBinaries are the variables among KubernetesVersions whose
 	// kubeadm binary the spec's machines mount from the host: setup
 	// copies each out of its node image into the folder it sets as
@@ -79,6 +86,9 @@ func preflight(cfg *config.Config, reqs []Requirement, management bool) error {
 	}
 	if management {
 		version(config.VarKubernetesVersionManagement, "the management cluster")
+		if _, err := managementDualStack(cfg, nil); err != nil {
+			add(err)
+		}
 	}
 	for _, r := range reqs {
 		who := "spec " + r.Spec
@@ -111,4 +121,27 @@ func preflight(cfg *config.Config, reqs []Requirement, management bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// VarIPFamily is upstream's variable of the management cluster's IP
+// family: "IPv4" (or unset) and "dual" are what the suite's kind cluster
+// can be.
+const VarIPFamily = "IP_FAMILY"
+
+// managementDualStack says whether the management cluster the suite
+// creates is dual-stack: IP_FAMILY is "dual" (upstream's way to ask), or
+// a spec of reqs needs it (Requirement.DualStackManagement). IP_FAMILY
+// "IPv6", or anything but IPv4 and dual, is an error: the management
+// cluster's node image bakes an IPv4 CNI, and an IPv6-only one is not
+// needed (a dual-stack one reaches IPv6-only workload clusters).
+func managementDualStack(cfg *config.Config, reqs []Requirement) (bool, error) {
+	v, _ := cfg.LookupVariable(VarIPFamily)
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "", "ipv4":
+		return slices.ContainsFunc(reqs, func(r Requirement) bool { return r.DualStackManagement }), nil
+	case "dual":
+		return true, nil
+	default:
+		return false, fmt.Errorf("variables.%s: %q: the management cluster the suite creates is IPv4 or dual (dual-stack), not %s", VarIPFamily, v, v)
+	}
 }

@@ -111,6 +111,8 @@ func TestBadInputStopsBeforeAnythingIsCreated(t *testing.T) {
 		{name: "IMAGE_MIRROR", env: map[string]string{config.EnvImageMirror: "http://127.0.0.1:5001"},
 			want: []string{`build.registry.mirror (IMAGE_MIRROR): Invalid value: "http://127.0.0.1:5001" is not a registry`}},
 		{name: "empty config", overlay: " \n", want: []string{"the file is empty"}},
+		{name: "IPv6-only management cluster", env: map[string]string{"IP_FAMILY": "IPv6"}, specs: quickStart,
+			want: []string{`variables.IP_FAMILY: "IPv6": the management cluster the suite creates is IPv4 or dual (dual-stack), not IPv6`}},
 		{name: "every problem of the config at once", env: map[string]string{config.EnvImagePolicy: "always", "KUBERNETES_VERSION_UPGRADE_FROM": "v1.30.0"},
 			harness: replace(`default/wait-nodes-ready: ["10m", "10s"]`, `default/wait-nodes-ready: ["10m", "1h"]`),
 			want: []string{`build.registry.policy (IMAGE_POLICY): Invalid value: "always"`, `variables.KUBERNETES_VERSION_UPGRADE_FROM (environment): Invalid value: "v1.30.0" has no build.kubernetes entry`,
@@ -155,5 +157,29 @@ func TestBadInputStopsBeforeAnythingIsCreated(t *testing.T) {
 				t.Errorf("Teardown after a failed setup: %v", err)
 			}
 		})
+	}
+}
+
+// TestManagementDualStack: the management cluster is dual-stack when
+// IP_FAMILY says dual (any case), or when a selected spec needs it; IPv4
+// or unset with no such spec keeps it IPv4.
+func TestManagementDualStack(t *testing.T) {
+	cfg, err := config.Load(filepath.Join("..", "..", "config", "e2e.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ipv6 := []Requirement{{Spec: "quick-start"}, {Spec: "ipv6", DualStackManagement: true}}
+	for _, tc := range []struct {
+		family string
+		reqs   []Requirement
+		want   bool
+	}{
+		{"IPv4", nil, false}, {"", nil, false}, {"IPv4", ipv6, true}, {"dual", nil, true}, {"Dual", ipv6[:1], true},
+	} {
+		t.Setenv("IP_FAMILY", tc.family)
+		got, err := managementDualStack(cfg, tc.reqs)
+		if err != nil || got != tc.want {
+			t.Errorf("IP_FAMILY %q, specs %v: %t, %v; want %t", tc.family, tc.reqs, got, err, tc.want)
+		}
 	}
 }

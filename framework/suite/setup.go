@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/capd-e2e/capd-e2e/framework/bootstrap"
 	"github.com/capd-e2e/capd-e2e/framework/certmanager/manifests"
 	"github.com/capd-e2e/capd-e2e/framework/certmanager/webhookcheck"
+	"github.com/capd-e2e/capd-e2e/framework/cni"
 	"github.com/capd-e2e/capd-e2e/framework/config"
 	"github.com/capd-e2e/capd-e2e/framework/config/upstream"
 	"github.com/capd-e2e/capd-e2e/framework/controllerlogs"
@@ -349,7 +351,26 @@ func (s *setup) createKind(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var cniManifest []byte
+	dualStack, err := managementDualStack(env.cfg, s.in.Requirements)
+	if err != nil {
+		return err
+	}
+	if dualStack {
+		v4, v6 := bootstrap.DualStackServiceSubnets[0], bootstrap.DualStackServiceSubnets[1]
+		if cniManifest, err = cni.DualStackManifest(ctx, env.cfg.Build.KubeRouter, v4, v6); err != nil {
+			return err
+		}
+		why := fmt.Sprintf("variables.%s is dual", VarIPFamily)
+		if i := slices.IndexFunc(s.in.Requirements, func(r Requirement) bool { return r.DualStackManagement }); i >= 0 {
+			why = fmt.Sprintf("spec %s's workload clusters are IPv6-only", s.in.Requirements[i].Spec)
+		}
+		s.log("setup: the management cluster is dual-stack (Pods %s, Services %s, kube-router dual-stack): %s",
+			strings.Join(bootstrap.DualStackPodSubnets, ","), strings.Join(bootstrap.DualStackServiceSubnets, ","), why)
+	}
 	env.kind, err = bootstrap.CreateKind(ctx, bootstrap.KindOptions{
+		DualStack:         dualStack,
+		CNIManifest:       cniManifest,
 		Name:              env.ManagementClusterName,
 		NodeImage:         s.mgmt.NodeImage,
 		MountDockerSocket: true,
