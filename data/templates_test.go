@@ -81,6 +81,14 @@ metadata:
   namespace: kube-system
 `
 
+// The ipv6 flavor's stand-in CNI manifest (CNI_RESOURCES_IPV6).
+const cniIPv6Manifest = `apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: kube-router-ipv6
+  namespace: kube-system
+`
+
 type flavor struct {
 	name string // clusterctl flavor; "" is the default one
 	file string
@@ -94,6 +102,9 @@ type flavor struct {
 	// dualStack: "ipv4" or "ipv6", a dual-stack Cluster of the ClusterClass
 	// whose first ranges are of that family (checkTopology checks them).
 	dualStack string
+	// ipv6: an IPv6-only Cluster of the classic objects (checkCommon
+	// checks its ranges and CNI).
+	ipv6 bool
 	// noWorkers: a Cluster of a ClusterClass without workers
 	// (checkTopology checks there are none).
 	noWorkers bool
@@ -191,6 +202,7 @@ var flavors = []flavor{
 		},
 	},
 	{name: "", file: "cluster-template.yaml", kinds: baseKinds(nil)},
+	{name: "ipv6", file: "cluster-template-ipv6.yaml", kinds: baseKinds(map[string]int{"ConfigMap": 2}), ipv6: true, check: checkIPv6},
 	{
 		name: "ignition", file: "cluster-template-ignition.yaml", kinds: baseKinds(nil),
 		check: func(objs []client.Object, _ map[string]string) {
@@ -466,6 +478,8 @@ var _ = Describe("CAPD cluster templates", Ordered, func() {
 		Expect(os.WriteFile(cni, []byte(cniManifest), 0o644)).To(Succeed())
 		cniDualStack := filepath.Join(tmp, "cni-dualstack.yaml")
 		Expect(os.WriteFile(cniDualStack, []byte(cniDualStackManifest), 0o644)).To(Succeed())
+		cniIPv6 := filepath.Join(tmp, "cni-ipv6.yaml")
+		Expect(os.WriteFile(cniIPv6, []byte(cniIPv6Manifest), 0o644)).To(Succeed())
 
 		files := []clusterctl.Files{{SourcePath: metadata, TargetName: "metadata.yaml"}}
 		for _, f := range flavors {
@@ -491,6 +505,7 @@ var _ = Describe("CAPD cluster templates", Ordered, func() {
 		in := clusterctl.CreateRepositoryInput{E2EConfig: e2eConfig, RepositoryFolder: filepath.Join(tmp, "repository")}
 		in.RegisterClusterResourceSetConfigMapTransformation(cni, "CNI_RESOURCES")
 		in.RegisterClusterResourceSetConfigMapTransformation(cniDualStack, "CNI_RESOURCES_DUALSTACK")
+		in.RegisterClusterResourceSetConfigMapTransformation(cniIPv6, "CNI_RESOURCES_IPV6")
 		clusterctlCfg = clusterctl.CreateRepository(ctx, in)
 	})
 
@@ -550,7 +565,7 @@ var _ = Describe("CAPD cluster templates", Ordered, func() {
 			case f.topology:
 				checkTopology(objs, version, e2eConfig, !f.noWorkers, f.dualStack)
 			default:
-				checkCommon(objs, version, e2eConfig)
+				checkCommon(objs, version, e2eConfig, f.ipv6)
 			}
 			if f.check != nil {
 				f.check(objs, vars)
@@ -594,14 +609,18 @@ var _ = Describe("config/e2e.yaml", func() {
 // checkCommon checks what every flavor shares: the counts and version
 // clusterctl was given, the node image, the kubelet and kubeadm settings our
 // hosts need, and the CNI wiring.
-func checkCommon(objs []client.Object, version string, e2eConfig *clusterctl.E2EConfig) {
+func checkCommon(objs []client.Object, version string, e2eConfig *clusterctl.E2EConfig, ipv6 bool) {
 	cluster := find[*clusterv1.Cluster](objs, clusterName)
 	Expect(cluster.Spec.InfrastructureRef).To(Equal(clusterv1.ContractVersionedObjectReference{
 		APIGroup: infrav1.GroupVersion.Group, Kind: "DevCluster", Name: clusterName,
 	}))
 	Expect(cluster.Spec.ControlPlaneRef.Kind).To(Equal("KubeadmControlPlane"))
-	Expect(cluster.Spec.ClusterNetwork.Pods.CIDRBlocks).To(Equal([]string{e2eConfig.MustGetVariable("DOCKER_POD_CIDRS")}))
-	Expect(cluster.Spec.ClusterNetwork.Services.CIDRBlocks).To(Equal([]string{e2eConfig.MustGetVariable("DOCKER_SERVICE_CIDRS")}))
+	pods, services, cni := "DOCKER_POD_CIDRS", "DOCKER_SERVICE_CIDRS", cniManifest
+	if ipv6 {
+		pods, services, cni = "DOCKER_POD_IPV6_CIDRS", "DOCKER_SERVICE_IPV6_CIDRS", cniIPv6Manifest
+	}
+	Expect(cluster.Spec.ClusterNetwork.Pods.CIDRBlocks).To(Equal([]string{e2eConfig.MustGetVariable(pods)}))
+	Expect(cluster.Spec.ClusterNetwork.Services.CIDRBlocks).To(Equal([]string{e2eConfig.MustGetVariable(services)}))
 
 	kcp := find[*controlplanev1.KubeadmControlPlane](objs, clusterName+"-control-plane")
 	Expect(kcp.Spec.Replicas).To(Equal(ptr.To(int32(cpCount))))
@@ -658,7 +677,38 @@ func checkCommon(objs []client.Object, version string, e2eConfig *clusterctl.E2E
 	Expect(crs.Spec.ClusterSelector.MatchLabels).To(Equal(map[string]string{"cni": cluster.Labels["cni"]}))
 	Expect(crs.Spec.Resources).To(HaveLen(1))
 	cm := find[*corev1.ConfigMap](objs, crs.Spec.Resources[0].Name)
-	Expect(cm.Data).To(Equal(map[string]string{"resources": cniManifest}), "the CNI manifest, byte for byte")
+	Expect(cm.Data).To(Equal(map[string]string{"resources": cni}), "the CNI manifest, byte for byte")
+}
+
+// checkIPv6 checks what upstream's ipv6 flavor adds: IPv6 ranges only
+// (checkCommon), the load balancer's port 7777, the API server advertised
+// on "::" with the IPv6 loopback among its names, and node-ip "::" on
+// every kubelet.
+func checkIPv6(objs []client.Object, _ map[string]string) {
+	cluster := find[*clusterv1.Cluster](objs, clusterName)
+	for _, cidr := range slices.Concat(cluster.Spec.ClusterNetwork.Pods.CIDRBlocks, cluster.Spec.ClusterNetwork.Services.CIDRBlocks) {
+		Expect(cidr).To(ContainSubstring(":"), "an IPv6-only cluster's range %s", cidr)
+	}
+	dc := find[*infrav1.DevCluster](objs, clusterName)
+	Expect(dc.Spec.ControlPlaneEndpoint.Port).To(BeEquivalentTo(7777))
+	// The load balancer's own haproxy template: a bind haproxy 3 takes,
+	// on both families, and the backends CAPD fills in.
+	ref := dc.Spec.Backend.Docker.LoadBalancer.CustomHAProxyConfigTemplateRef
+	Expect(ref).ToNot(BeNil(), "the ipv6 flavor's DevCluster names no haproxy template")
+	lb := find[*corev1.ConfigMap](objs, ref.Name).Data["value"]
+	Expect(lb).To(ContainSubstring("bind :::{{ .FrontendControlPlanePort }} v4v6\n"))
+	Expect(lb).To(ContainSubstring("range $name, $server := .BackendServers"))
+	Expect(lb).ToNot(ContainSubstring(";"))
+	spec := find[*controlplanev1.KubeadmControlPlane](objs, clusterName+"-control-plane").Spec.KubeadmConfigSpec
+	Expect(spec.InitConfiguration.LocalAPIEndpoint.AdvertiseAddress).To(Equal("::"))
+	Expect(spec.ClusterConfiguration.APIServer.CertSANs).To(ContainElement("::1"))
+	kct := find[*bootstrapv1.KubeadmConfigTemplate](objs, clusterName+"-md-0").Spec.Template.Spec
+	for who, nr := range map[string]bootstrapv1.NodeRegistrationOptions{
+		"control plane, init": spec.InitConfiguration.NodeRegistration, "control plane, join": spec.JoinConfiguration.NodeRegistration,
+		"md-0": kct.JoinConfiguration.NodeRegistration,
+	} {
+		Expect(nr.KubeletExtraArgs).To(ContainElement(bootstrapv1.Arg{Name: "node-ip", Value: ptr.To("::")}), who)
+	}
 }
 
 // checkTopology checks a Cluster of the ClusterClass quick-start: its

@@ -62,3 +62,12 @@ var _ = Describe("When following the quick-start with ClusterClass, dual-stack, 
 		}
 	})
 })
+
+// Upstream's IPv6 quick-start (its ipv6 flavor); ours also checks the
+// cluster is IPv6-only with real traffic (specs.CheckIPv6Only). Selecting
+// it makes the suite's management cluster dual-stack.
+var _ = Describe("When following the quick-start, IPv6-only", Label(specs.LabelIPv6), func() {
+	specs.IPv6Spec(func() specs.IPv6SpecInput {
+		return specs.IPv6SpecInput{CommonInput: commonInput()}
+	})
+})

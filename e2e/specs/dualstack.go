@@ -98,21 +98,7 @@ func CheckDualStack(engine Engine, primary corev1.IPFamily) func(framework.Clust
 		}()
 		Expect(families(svc.Spec.ClusterIPs)).To(Equal(both), "Service %s (RequireDualStack): ClusterIPs %v", svc.Name, svc.Spec.ClusterIPs)
 
-		var targets []string
-		Eventually(func(g Gomega) {
-			targets = nil
-			pods := &corev1.PodList{}
-			g.Expect(c.List(ctx, pods, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{"k8s-app": "kube-dns"})).To(Succeed())
-			g.Expect(pods.Items).ToNot(BeEmpty(), "no CoreDNS Pod")
-			for _, p := range pods.Items {
-				var ips []string
-				for _, ip := range p.Status.PodIPs {
-					ips = append(ips, ip.IP)
-					targets = append(targets, net.JoinHostPort(ip.IP, strconv.Itoa(coreDNSHealthPort)))
-				}
-				g.Expect(families(ips)).To(ConsistOf(both), "Pod %s: the families of its Pod IPs %v", p.Name, ips)
-			}
-		}).WithContext(ctx).WithPolling(5 * time.Second).Should(Succeed())
+		targets := coreDNSTargets(ctx, c, both)
 		for _, ip := range svc.Spec.ClusterIPs {
 			targets = append(targets, net.JoinHostPort(ip, "80"))
 		}
@@ -120,15 +106,44 @@ func CheckDualStack(engine Engine, primary corev1.IPFamily) func(framework.Clust
 		// Traffic of both families, from every node: to each CoreDNS Pod
 		// (on this node or another: the CNI's routes) and to each of the
 		// Service's ClusterIPs (kube-proxy's rules of both families).
-		for _, n := range nodes.Items {
-			for _, t := range targets {
-				url := "http://" + t + "/health"
-				Eventually(func() (string, error) {
-					return execOutputErr(ctx, engine, n.Name, "curl", "-sS", "-g", "--max-time", "5", url)
-				}).WithContext(ctx).WithPolling(5*time.Second).Should(Equal("OK"), "from Node %s: GET %s", n.Name, url)
-			}
-		}
+		checkReachable(ctx, engine, nodes.Items, targets)
 		By(fmt.Sprintf("%d Nodes each reached %d addresses of both families: %s", len(nodes.Items), len(targets), strings.Join(targets, ", ")))
+	}
+}
+
+// coreDNSTargets waits until every CoreDNS Pod has Pod IPs of exactly the
+// families want (in any order) and returns the address of the health
+// endpoint on each of them.
+func coreDNSTargets(ctx context.Context, c client.Client, want []corev1.IPFamily) []string {
+	var targets []string
+	Eventually(func(g Gomega) {
+		targets = nil
+		pods := &corev1.PodList{}
+		g.Expect(c.List(ctx, pods, client.InNamespace(metav1.NamespaceSystem), client.MatchingLabels{"k8s-app": "kube-dns"})).To(Succeed())
+		g.Expect(pods.Items).ToNot(BeEmpty(), "no CoreDNS Pod")
+		for _, p := range pods.Items {
+			var ips []string
+			for _, ip := range p.Status.PodIPs {
+				ips = append(ips, ip.IP)
+				targets = append(targets, net.JoinHostPort(ip.IP, strconv.Itoa(coreDNSHealthPort)))
+			}
+			g.Expect(families(ips)).To(ConsistOf(want), "Pod %s: the families of its Pod IPs %v", p.Name, ips)
+		}
+	}).WithContext(ctx).WithPolling(5 * time.Second).Should(Succeed())
+	return targets
+}
+
+// checkReachable checks that CoreDNS's health endpoint answers "OK" at
+// every target (host:port) from every node, with a command in the node's
+// container.
+func checkReachable(ctx context.Context, engine Engine, nodes []corev1.Node, targets []string) {
+	for _, n := range nodes {
+		for _, t := range targets {
+			url := "http://" + t + "/health"
+			Eventually(func() (string, error) {
+				return execOutputErr(ctx, engine, n.Name, "curl", "-sS", "-g", "--max-time", "5", url)
+			}).WithContext(ctx).WithPolling(5*time.Second).Should(Equal("OK"), "from Node %s: GET %s", n.Name, url)
+		}
 	}
 }
 

@@ -20,7 +20,7 @@ const varKubetestDualStackConfiguration = config.VarKubetestDualStackConfigurati
 
 // specDualStack is the dual-stack spec's name, and its facts.
 var specDualStack = declare(specFacts{
-	name: "dual-stack", label: LabelIPv6,
+	name: "dual-stack", label: LabelDualStack,
 	variables:   []string{varKubernetesVersion, varKubetestDualStackConfiguration},
 	conformance: varKubernetesVersion,
 	// The quick-start's cluster, with its dual-stack check (bounded by
@@ -78,7 +78,7 @@ type DualStackSpecInput struct {
 // wait-conformance for the e2e tests.
 func DualStackSpec(inputGetter func() DualStackSpecInput) {
 	It("creates a dual-stack workload cluster that passes Kubernetes' dual-stack e2e tests, and deletes it without leftovers",
-		Label(LabelQuickStart, LabelIPv6),
+		Label(LabelQuickStart, LabelIPv6, LabelDualStack),
 		func(specCtx SpecContext) {
 			in := inputGetter()
 			r, ctx := begin(specCtx, specDualStack, in.CommonInput, in.Timeout)

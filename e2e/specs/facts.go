@@ -39,6 +39,9 @@ type specFacts struct {
 	kubeadmBinaries []string
 	// previousRelease: the spec upgrades from build.clusterAPI.previous.
 	previousRelease bool
+	// dualStackManagement: the spec's workload clusters are IPv6-only, so
+	// the management cluster must be dual-stack (suite.Requirement).
+	dualStackManagement bool
 	// waits lists every wait the spec makes, in order, one entry per wait
 	// (an interval key waited on twice is listed twice): its default
 	// timeout is their sum (see timeouts.go).

@@ -42,7 +42,7 @@ func TestDeclareRejects(t *testing.T) {
 // TestEverySpecDeclared: the specs this package exports are all declared,
 // each once, with files that exist.
 func TestEverySpecDeclared(t *testing.T) {
-	want := []string{"cluster-deletion", "clusterclass-changes", "clusterclass-rollout", "clusterctl-upgrade", "dual-stack", "in-place-update", "k8s-chained-upgrade-with-runtimesdk", "k8s-conformance", "k8s-upgrade", "k8s-upgrade-and-conformance",
+	want := []string{"cluster-deletion", "clusterclass-changes", "clusterclass-rollout", "clusterctl-upgrade", "dual-stack", "in-place-update", "ipv6", "k8s-chained-upgrade-with-runtimesdk", "k8s-conformance", "k8s-upgrade", "k8s-upgrade-and-conformance",
 		"k8s-upgrade-with-runtimesdk", "kcp-adoption", "kcp-infra-adoption", "kcp-md-rollout", "kcp-remediation", "kcp-remediation-bootstrap", "kubeadm-join-old-nodes", "machine-pool", "md-remediation", "md-rollout", "md-scale", "node-drain", "quick-start", "scale", "self-hosted"}
 	var got []string
 	for _, f := range declaredSpecs() {

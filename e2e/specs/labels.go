@@ -39,6 +39,8 @@ package specs
 //	ClusterInPlaceUpdateSpec in-place-update                 ClusterClass, in-memory
 //	ScaleSpec                in-memory-scale                 ClusterClass, in-memory
 //	KubeadmJoinOldNodesSpec  kubeadm-join-old-nodes          ClusterClass
+//	DualStackSpec            quick-start, IPv6, dual-stack   ClusterClass
+//	IPv6Spec                 quick-start, IPv6, ipv6-only
 //
 // capd-e2e's own suite (e2e/) puts PR-Blocking and ClusterClass on the
 // quick-start with the topology flavor, as upstream's PR gate does.
@@ -149,9 +151,17 @@ const (
 	// (upstream's kubeadm-join-old-nodes, which upstream leaves
 	// unlabelled).
 	LabelKubeadmJoinOldNodes = "kubeadm-join-old-nodes"
-	// LabelIPv6 marks specs whose clusters use IPv6: the dual-stack
-	// quick-starts (upstream's).
+	// LabelIPv6 marks specs whose clusters use IPv6: the dual-stack and
+	// IPv6-only quick-starts (upstream's).
 	LabelIPv6 = "IPv6"
+	// LabelDualStack marks the dual-stack quick-starts, which upstream
+	// labels IPv6 alone: what they need (the e2e tests' conformance image)
+	// is selected by it, not by IPv6, which the IPv6-only one carries too.
+	LabelDualStack = "dual-stack"
+	// LabelIPv6Only marks the IPv6-only quick-start (upstream's ipv6
+	// flavor, which upstream labels IPv6 alone): the one spec that needs
+	// a dual-stack management cluster.
+	LabelIPv6Only = "ipv6-only"
 	// LabelIgnition marks the quick-start whose machines are bootstrapped
 	// from Ignition instead of cloud-init (upstream's ignition flavor,
 	// which upstream leaves unlabelled).

@@ -31,16 +31,17 @@ func Requirements(labels ...string) []suite.Requirement {
 			conformance = []string{f.conformance}
 		}
 		out = append(out, suite.Requirement{
-			Spec:               f.name,
-			Label:              f.label,
-			Variables:          slices.Clone(f.variables),
-			KubernetesVersions: versions,
-			Conformance:        conformance,
-			Intervals:          slices.Compact(intervals),
-			TestExtension:      f.testExtension,
-			PreviousRelease:    f.previousRelease,
-			InMemory:           f.inMemory,
-			KubeadmBinaries:    slices.Clone(f.kubeadmBinaries),
+			Spec:                f.name,
+			Label:               f.label,
+			Variables:           slices.Clone(f.variables),
+			KubernetesVersions:  versions,
+			Conformance:         conformance,
+			Intervals:           slices.Compact(intervals),
+			TestExtension:       f.testExtension,
+			PreviousRelease:     f.previousRelease,
+			InMemory:            f.inMemory,
+			DualStackManagement: f.dualStackManagement,
+			KubeadmBinaries:     slices.Clone(f.kubeadmBinaries),
 		})
 	}
 	return out

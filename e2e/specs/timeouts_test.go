@@ -192,6 +192,21 @@ func TestWaitsListWhatTheCodeWaitsFor(t *testing.T) {
 			t.Errorf("Requirements: %s: KubeadmBinaries = %v, want %v", r.Spec, r.KubeadmBinaries, want)
 		}
 	}
+	// Only the IPv6-only spec asks setup for a dual-stack management
+	// cluster: the others keep kind's IPv4 one.
+	for _, r := range Requirements() {
+		if r.DualStackManagement != (r.Spec == specIPv6) {
+			t.Errorf("Requirements: %s: DualStackManagement = %t", r.Spec, r.DualStackManagement)
+		}
+	}
+	if got := Requirements(LabelIPv6Only); len(got) != 1 || !got[0].DualStackManagement {
+		t.Errorf("Requirements(ipv6-only) = %+v", got)
+	}
+	// The IPv6-only spec's labels select nothing of the dual-stack one
+	// (its e2e tests' images).
+	if got := Requirements(LabelQuickStart, LabelIPv6, LabelIPv6Only); len(got) != 2 || got[0].Spec != specIPv6 || got[1].Spec != specQuickStart {
+		t.Errorf("Requirements(quick-start, IPv6, ipv6-only) = %+v", got)
+	}
 }
 
 // TestDefaultTimeoutFailsOnAMissingInterval: a config without one of the
