@@ -14,14 +14,22 @@ import (
 // starts from (upstream's name).
 const varKubernetesVersionChainedUpgradeFrom = "KUBERNETES_VERSION_CHAINED_UPGRADE_FROM"
 
+// varKubernetesVersionChainedUpgradeVia is the version of the minor
+// between KUBERNETES_VERSION_CHAINED_UPGRADE_FROM and
+// KUBERNETES_VERSION_UPGRADE_FROM in the default chain (capd-e2e's:
+// upstream takes the chain from the versions kind publishes node images
+// of; here every version needs a node image of this config's build, and a
+// variable is what the image plan builds one for).
+const varKubernetesVersionChainedUpgradeVia = "KUBERNETES_VERSION_CHAINED_UPGRADE_VIA"
+
 // specChainedUpgrade is the chained runtime SDK spec's name and its
 // facts. Its waits are those of the default chain: the control plane
-// through two versions, the workers through one.
+// through three versions, the workers through one.
 var specChainedUpgrade = declare(specFacts{
 	name: "k8s-chained-upgrade-with-runtimesdk", label: LabelChainedUpgrade,
-	variables:     []string{varKubernetesVersionChainedUpgradeFrom, varKubernetesVersionUpgradeFrom, varKubernetesVersionUpgradeTo},
+	variables:     []string{varKubernetesVersionChainedUpgradeFrom, varKubernetesVersionChainedUpgradeVia, varKubernetesVersionUpgradeFrom, varKubernetesVersionUpgradeTo},
 	testExtension: true,
-	waits:         runtimeSDKWaits(2, 1),
+	waits:         runtimeSDKWaits(3, 1),
 	cleanupWaits:  slices.Concat([]string{"wait-delete-cluster"}, hookWaits),
 	files:         []string{"runtime_sdk_chained.go", "runtime_sdk.go", "hooks.go"},
 	cleanupFiles:  []string{"hooks.go"},
@@ -35,7 +43,8 @@ type RuntimeSDKChainedUpgradeSpecInput struct {
 	// KubernetesVersions is the chain, oldest first: at least one version
 	// of every minor from KUBERNETES_VERSION_CHAINED_UPGRADE_FROM to
 	// KUBERNETES_VERSION_UPGRADE_TO, both included; each needs a node
-	// image. If unset, those two and KUBERNETES_VERSION_UPGRADE_FROM.
+	// image. If unset, those two, KUBERNETES_VERSION_CHAINED_UPGRADE_VIA
+	// and KUBERNETES_VERSION_UPGRADE_FROM.
 	KubernetesVersions []string
 }
 
@@ -52,7 +61,7 @@ type RuntimeSDKChainedUpgradeSpecInput struct {
 // Machines at each step are checked as in RuntimeSDKSpec.
 //
 // Spec name: "k8s-chained-upgrade-with-runtimesdk"; its intervals are
-// RuntimeSDKSpec's. Its default timeout covers the default chain of three
+// RuntimeSDKSpec's. Its default timeout covers the default chain of four
 // versions; set Timeout for a longer one.
 func RuntimeSDKChainedUpgradeSpec(inputGetter func() RuntimeSDKChainedUpgradeSpecInput) {
 	It("calls a runtime extension's lifecycle hooks at every step of an upgrade across several minors",
@@ -64,7 +73,7 @@ func RuntimeSDKChainedUpgradeSpec(inputGetter func() RuntimeSDKChainedUpgradeSpe
 			to := r.variable(varKubernetesVersionUpgradeTo)
 			versions := in.KubernetesVersions
 			if len(versions) == 0 {
-				versions = slices.Compact([]string{from, r.variable(varKubernetesVersionUpgradeFrom), to})
+				versions = slices.Compact([]string{from, r.variable(varKubernetesVersionChainedUpgradeVia), r.variable(varKubernetesVersionUpgradeFrom), to})
 			}
 			plan, err := chainedPlan(ctx, from, to, versions)
 			Expect(err).ToNot(HaveOccurred())

@@ -107,6 +107,7 @@ func TestWaitsListWhatTheCodeWaitsFor(t *testing.T) {
 		"varKubernetesVersionUpgradeTo": varKubernetesVersionUpgradeTo, "varKubetestConfiguration": varKubetestConfiguration,
 		"varKubetestDualStackConfiguration":      varKubetestDualStackConfiguration,
 		"varKubernetesVersionChainedUpgradeFrom": varKubernetesVersionChainedUpgradeFrom,
+		"varKubernetesVersionChainedUpgradeVia":  varKubernetesVersionChainedUpgradeVia,
 	}
 	creation, _ := scan(t, "create.go", "waits.go")
 	for _, f := range declaredSpecs() {

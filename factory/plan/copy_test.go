@@ -64,9 +64,9 @@ func TestRunCopiesCurrentImagesFromAnotherEngine(t *testing.T) {
 		t.Errorf("built %v, want only %v (the stale and the missing one; every other target copied)\n%s", rec.built, want, out.String())
 	}
 	for _, re := range []string{
-		`(?m)^\[\d+/52\] node/v1\.36\.3: copied kindest/node:v1\.36\.3 from unix:///var/run/docker\.sock in \S+$`,
-		`(?m)^\[\d+/52\] cluster-api/docker: not copied \(registry\.k8s\.io/cluster-api/capd-manager:v1\.14\.2 \(its e2e\.capd\.x-k8s\.io/inputs-hash is "0123456789ab", the plan's [0-9a-f]{12}\): not in the source engine with this inputs hash\)$`,
-		`(?m)^\[\d+/52\] haproxy: not copied \(kindest/haproxy:\S+: not in the source engine with this inputs hash\)$`,
+		`(?m)^\[\d+/59\] node/v1\.36\.3: copied kindest/node:v1\.36\.3 from unix:///var/run/docker\.sock in \S+$`,
+		`(?m)^\[\d+/59\] cluster-api/docker: not copied \(registry\.k8s\.io/cluster-api/capd-manager:v1\.14\.2 \(its e2e\.capd\.x-k8s\.io/inputs-hash is "0123456789ab", the plan's [0-9a-f]{12}\): not in the source engine with this inputs hash\)$`,
+		`(?m)^\[\d+/59\] haproxy: not copied \(kindest/haproxy:\S+: not in the source engine with this inputs hash\)$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out.String()) {
 			t.Errorf("progress lacks %s:\n%s", re, out.String())

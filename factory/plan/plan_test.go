@@ -104,16 +104,16 @@ func TestNewFromRepoConfig(t *testing.T) {
 		"cert-manager-substitute", "cluster-api/core", "cluster-api/docker", "cluster-api/kubeadm-bootstrap",
 		"cluster-api/kubeadm-control-plane", "cluster-api/test-extension",
 		"cluster-api/v1.13.4/core", "cluster-api/v1.13.4/docker", "cluster-api/v1.13.4/kubeadm-bootstrap", "cluster-api/v1.13.4/kubeadm-control-plane",
-		"conformance/v1.37.2", "coredns/v1.13.1", "coredns/v1.14.2", "coredns/v1.14.6",
+		"conformance/v1.37.2", "coredns/v1.12.1", "coredns/v1.13.1", "coredns/v1.14.2", "coredns/v1.14.6",
 		"e2e-test-image/agnhost:2.55", "e2e-test-image/agnhost:2.66.1", "e2e-test-image/busybox:1.37.0-2",
 		"e2e-test-image/glibc-dns-testing:2.1.1", "e2e-test-image/kitten:1.8", "e2e-test-image/nautilus:1.8",
 		"e2e-test-image/nginx:1.27.0-2", "e2e-test-image/nonewprivs:1.4", "e2e-test-image/nonroot:1.5",
-		"e2e-test-image/sample-apiserver:1.29.2", "etcd/v3.6.6", "etcd/v3.6.8", "etcd/v3.7.0",
+		"e2e-test-image/sample-apiserver:1.29.2", "etcd/v3.6.5", "etcd/v3.6.6", "etcd/v3.6.8", "etcd/v3.7.0",
 		"go-image/capd-e2e/cloud-controller-manager:v0.36.3",
-		"haproxy", "kind-base", "kube-apiserver/v1.35.4", "kube-apiserver/v1.36.3", "kube-apiserver/v1.37.2",
-		"kube-controller-manager/v1.35.4", "kube-controller-manager/v1.36.3", "kube-controller-manager/v1.37.2", "kube-proxy/v1.35.4", "kube-proxy/v1.36.3",
-		"kube-proxy/v1.37.2", "kube-router", "kube-scheduler/v1.35.4", "kube-scheduler/v1.36.3", "kube-scheduler/v1.37.2",
-		"node/v1.35.4", "node/v1.36.3", "node/v1.37.2", "pause/3.10.1", "pause/3.10.2", "rootfs/e2e-tools", "rootfs/haproxy", "rootfs/net", "rootfs/node",
+		"haproxy", "kind-base", "kube-apiserver/v1.34.4", "kube-apiserver/v1.35.4", "kube-apiserver/v1.36.3", "kube-apiserver/v1.37.2",
+		"kube-controller-manager/v1.34.4", "kube-controller-manager/v1.35.4", "kube-controller-manager/v1.36.3", "kube-controller-manager/v1.37.2", "kube-proxy/v1.34.4", "kube-proxy/v1.35.4", "kube-proxy/v1.36.3",
+		"kube-proxy/v1.37.2", "kube-router", "kube-scheduler/v1.34.4", "kube-scheduler/v1.35.4", "kube-scheduler/v1.36.3", "kube-scheduler/v1.37.2",
+		"node/v1.34.4", "node/v1.35.4", "node/v1.36.3", "node/v1.37.2", "pause/3.10.1", "pause/3.10.2", "rootfs/e2e-tools", "rootfs/haproxy", "rootfs/net", "rootfs/node",
 	}
 	sorted := slices.Sorted(slices.Values(ids))
 	if !slices.Equal(sorted, want) {
@@ -229,14 +229,14 @@ func TestDecide(t *testing.T) {
 		{
 			name:   "CoreDNS bump for v1.37.2 reaches the v1.36.3 node that preloads it",
 			change: func(c *buildspec.Build) { c.Kubernetes[1].CoreDNS.Path = "example.com/fork/coredns" },
-			want:   []string{"coredns/v1.14.6", "node/v1.35.4", "node/v1.36.3", "node/v1.37.2"},
+			want:   []string{"coredns/v1.14.6", "node/v1.34.4", "node/v1.35.4", "node/v1.36.3", "node/v1.37.2"},
 		},
 		{
 			name: "a package added to the net rootfs",
 			change: func(c *buildspec.Build) {
 				c.Debian.Rootfs[1].Packages = append(c.Debian.Rootfs[1].Packages, "tcpdump")
 			},
-			want: []string{"kube-proxy/v1.35.4", "kube-proxy/v1.36.3", "kube-proxy/v1.37.2", "kube-router", "node/v1.35.4", "node/v1.36.3", "node/v1.37.2", "rootfs/net"},
+			want: []string{"kube-proxy/v1.34.4", "kube-proxy/v1.35.4", "kube-proxy/v1.36.3", "kube-proxy/v1.37.2", "kube-router", "node/v1.34.4", "node/v1.35.4", "node/v1.36.3", "node/v1.37.2", "rootfs/net"},
 		},
 		{
 			name: "Debian mirror",
@@ -246,8 +246,8 @@ func TestDecide(t *testing.T) {
 			want: []string{"conformance/v1.37.2", "e2e-test-image/agnhost:2.55", "e2e-test-image/agnhost:2.66.1",
 				"e2e-test-image/busybox:1.37.0-2", "e2e-test-image/glibc-dns-testing:2.1.1",
 				"e2e-test-image/nginx:1.27.0-2", "e2e-test-image/nonewprivs:1.4", "e2e-test-image/nonroot:1.5",
-				"e2e-test-image/sample-apiserver:1.29.2", "haproxy", "kind-base", "kube-proxy/v1.35.4", "kube-proxy/v1.36.3", "kube-proxy/v1.37.2", "kube-router",
-				"node/v1.35.4", "node/v1.36.3", "node/v1.37.2", "rootfs/e2e-tools", "rootfs/haproxy", "rootfs/net", "rootfs/node"},
+				"e2e-test-image/sample-apiserver:1.29.2", "haproxy", "kind-base", "kube-proxy/v1.34.4", "kube-proxy/v1.35.4", "kube-proxy/v1.36.3", "kube-proxy/v1.37.2", "kube-router",
+				"node/v1.34.4", "node/v1.35.4", "node/v1.36.3", "node/v1.37.2", "rootfs/e2e-tools", "rootfs/haproxy", "rootfs/net", "rootfs/node"},
 		},
 		{
 			name: "Alpine release",
@@ -259,12 +259,12 @@ func TestDecide(t *testing.T) {
 		{
 			name:   "containerd bump with the modules runtime",
 			change: func(c *buildspec.Build) { c.ContainerRuntime.Containerd.Version = "v2.3.5" },
-			want:   []string{"kind-base", "node/v1.35.4", "node/v1.36.3", "node/v1.37.2"},
+			want:   []string{"kind-base", "node/v1.34.4", "node/v1.35.4", "node/v1.36.3", "node/v1.37.2"},
 		},
 		{
 			name:   "crictl",
 			change: func(c *buildspec.Build) { c.Crictl.Version = "v1.36.1" },
-			want:   []string{"kind-base", "node/v1.35.4", "node/v1.36.3", "node/v1.37.2"},
+			want:   []string{"kind-base", "node/v1.34.4", "node/v1.35.4", "node/v1.36.3", "node/v1.37.2"},
 		},
 		{
 			name: "Cluster API version",
@@ -288,16 +288,16 @@ func TestDecide(t *testing.T) {
 			want: []string{"cert-manager-substitute", "cluster-api/core", "cluster-api/docker", "cluster-api/kubeadm-bootstrap",
 				"cluster-api/kubeadm-control-plane", "cluster-api/test-extension",
 				"cluster-api/v1.13.4/core", "cluster-api/v1.13.4/docker", "cluster-api/v1.13.4/kubeadm-bootstrap", "cluster-api/v1.13.4/kubeadm-control-plane",
-				"conformance/v1.37.2", "coredns/v1.13.1", "coredns/v1.14.2", "coredns/v1.14.6",
+				"conformance/v1.37.2", "coredns/v1.12.1", "coredns/v1.13.1", "coredns/v1.14.2", "coredns/v1.14.6",
 				"e2e-test-image/agnhost:2.55", "e2e-test-image/agnhost:2.66.1", "e2e-test-image/busybox:1.37.0-2",
 				"e2e-test-image/glibc-dns-testing:2.1.1", "e2e-test-image/kitten:1.8", "e2e-test-image/nautilus:1.8",
 				"e2e-test-image/nginx:1.27.0-2", "e2e-test-image/nonewprivs:1.4", "e2e-test-image/nonroot:1.5",
-				"e2e-test-image/sample-apiserver:1.29.2", "etcd/v3.6.6", "etcd/v3.6.8", "etcd/v3.7.0",
+				"e2e-test-image/sample-apiserver:1.29.2", "etcd/v3.6.5", "etcd/v3.6.6", "etcd/v3.6.8", "etcd/v3.7.0",
 				"go-image/capd-e2e/cloud-controller-manager:v0.36.3",
-				"kind-base", "kube-apiserver/v1.35.4", "kube-apiserver/v1.36.3", "kube-apiserver/v1.37.2",
-				"kube-controller-manager/v1.35.4", "kube-controller-manager/v1.36.3", "kube-controller-manager/v1.37.2", "kube-proxy/v1.35.4", "kube-proxy/v1.36.3",
-				"kube-proxy/v1.37.2", "kube-router", "kube-scheduler/v1.35.4", "kube-scheduler/v1.36.3", "kube-scheduler/v1.37.2",
-				"node/v1.35.4", "node/v1.36.3", "node/v1.37.2"},
+				"kind-base", "kube-apiserver/v1.34.4", "kube-apiserver/v1.35.4", "kube-apiserver/v1.36.3", "kube-apiserver/v1.37.2",
+				"kube-controller-manager/v1.34.4", "kube-controller-manager/v1.35.4", "kube-controller-manager/v1.36.3", "kube-controller-manager/v1.37.2", "kube-proxy/v1.34.4", "kube-proxy/v1.35.4", "kube-proxy/v1.36.3",
+				"kube-proxy/v1.37.2", "kube-router", "kube-scheduler/v1.34.4", "kube-scheduler/v1.35.4", "kube-scheduler/v1.36.3", "kube-scheduler/v1.37.2",
+				"node/v1.34.4", "node/v1.35.4", "node/v1.36.3", "node/v1.37.2"},
 		},
 	}
 	for _, tt := range tests {
@@ -417,7 +417,7 @@ func TestRepoFiles(t *testing.T) {
 		t.Errorf("adding a _test.go file and testdata builds %v", got)
 	}
 	write("images/node/sub/node.go", "package sub\n")
-	if got := toBuild(t, newPlan(t, c, opts), engine); !slices.Equal(got, []string{"node/v1.35.4", "node/v1.36.3", "node/v1.37.2"}) {
+	if got := toBuild(t, newPlan(t, c, opts), engine); !slices.Equal(got, []string{"node/v1.34.4", "node/v1.35.4", "node/v1.36.3", "node/v1.37.2"}) {
 		t.Errorf("adding a .go file builds %v", got)
 	}
 	if err := os.Remove(filepath.Join(root, "images/node/sub/node.go")); err != nil {
@@ -425,7 +425,7 @@ func TestRepoFiles(t *testing.T) {
 	}
 
 	write("images/node/sub/containerd.toml", "restrict_oom_score_adj = false\n")
-	if got := toBuild(t, newPlan(t, c, opts), engine); !slices.Equal(got, []string{"node/v1.35.4", "node/v1.36.3", "node/v1.37.2"}) {
+	if got := toBuild(t, newPlan(t, c, opts), engine); !slices.Equal(got, []string{"node/v1.34.4", "node/v1.35.4", "node/v1.36.3", "node/v1.37.2"}) {
 		t.Errorf("changing a node file builds %v", got)
 	}
 	write("images/node/sub/containerd.toml", "restrict_oom_score_adj = true\n")

@@ -76,12 +76,12 @@ func TestRunBuildsWhatChangedThenNothing(t *testing.T) {
 	// the new etcd is built; node/v1.36.3's are not needed.
 	for _, re := range []string{
 		`(?m)^images: 2 to build$`,
-		`(?m)^\[\d+/52\] etcd/v3\.7\.1: building registry\.k8s\.io/etcd:3\.7\.1-0 \(not in the engine\)$`,
-		`(?m)^\[\d+/52\] node/v1\.37\.2: building kindest/node:v1\.37\.2 \(inputs changed \(image [0-9a-f]{12}, plan [0-9a-f]{12}\)\)$`,
-		`(?m)^\[\d+/52\] node/v1\.37\.2: built in \d+(\.\d)?m?s \(cpu \d+(\.\d)?m?s\)$`,
-		`(?m)^\[1/52\] \S+: up to date \(\S+\)$`,
-		`(?m)^\[\d+/52\] kube-apiserver/v1\.36\.3: not needed \(up to date\)$`,
-		`(?m)^images: 2 built, 0 pulled, 33 up to date, 17 not needed, 0 failed or skipped, in \S+$`,
+		`(?m)^\[\d+/59\] etcd/v3\.7\.1: building registry\.k8s\.io/etcd:3\.7\.1-0 \(not in the engine\)$`,
+		`(?m)^\[\d+/59\] node/v1\.37\.2: building kindest/node:v1\.37\.2 \(inputs changed \(image [0-9a-f]{12}, plan [0-9a-f]{12}\)\)$`,
+		`(?m)^\[\d+/59\] node/v1\.37\.2: built in \d+(\.\d)?m?s \(cpu \d+(\.\d)?m?s\)$`,
+		`(?m)^\[1/59\] \S+: up to date \(\S+\)$`,
+		`(?m)^\[\d+/59\] kube-apiserver/v1\.36\.3: not needed \(up to date\)$`,
+		`(?m)^images: 2 built, 0 pulled, 34 up to date, 23 not needed, 0 failed or skipped, in \S+$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(log) {
 			t.Errorf("progress lacks %s:\n%s", re, log)
@@ -94,7 +94,7 @@ func TestRunBuildsWhatChangedThenNothing(t *testing.T) {
 	if err := Run(context.Background(), p, RunOptions{Images: engine, Builders: allKinds(rec), Progress: &out}); err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.built) != 0 || !strings.Contains(out.String(), "images: 0 built, 0 pulled, 26 up to date, 26 not needed") {
+	if len(rec.built) != 0 || !strings.Contains(out.String(), "images: 0 built, 0 pulled, 27 up to date, 32 not needed") {
 		t.Errorf("second run built %v:\n%s", rec.built, out.String())
 	}
 }
@@ -144,7 +144,7 @@ func TestRunPullsWhatThePolicyAllows(t *testing.T) {
 	// The registry has the published node images (without our label, as
 	// kind publishes them) and a stale build of the CAPD manager (a CI
 	// cache filled by an older plan).
-	for _, ref := range []string{"kindest/node:v1.35.4", "kindest/node:v1.36.3", "kindest/node:v1.37.2"} {
+	for _, ref := range []string{"kindest/node:v1.34.4", "kindest/node:v1.35.4", "kindest/node:v1.36.3", "kindest/node:v1.37.2"} {
 		engine.AddRegistryImage(ref, runtime.Image{ID: "sha256:published-" + ref})
 	}
 	engine.AddRegistryImage("registry.k8s.io/cluster-api/capd-manager:v1.14.2",
@@ -175,11 +175,11 @@ func TestRunPullsWhatThePolicyAllows(t *testing.T) {
 		}
 	}
 	for _, re := range []string{
-		`(?m)^\[\d+/52\] node/v1\.36\.3: pulled kindest/node:v1\.36\.3 from mirror/kindest/node:v1\.36\.3 in \S+$`,
-		`(?m)^\[\d+/52\] cluster-api/docker: not pulled \(mirror/registry\.k8s\.io/cluster-api/capd-manager:v1\.14\.2 is stale \(its e2e\.capd\.x-k8s\.io/inputs-hash is 0123456789ab, the plan's [0-9a-f]{12}\)\): building$`,
-		`(?m)^\[\d+/52\] haproxy: not pulled \(pull image "kindest/haproxy:v20230606-42a2262b": manifest unknown: not found\): building$`,
-		`(?m)^images: \d+ built, 3 pulled, 0 up to date, \d+ not needed, 0 failed or skipped, in \S+$`,
-		`(?m)^\[\d+/52\] cert-manager-substitute: published as mirror/capd-e2e/cert-manager-substitute:v1\.21\.2$`,
+		`(?m)^\[\d+/59\] node/v1\.36\.3: pulled kindest/node:v1\.36\.3 from mirror/kindest/node:v1\.36\.3 in \S+$`,
+		`(?m)^\[\d+/59\] cluster-api/docker: not pulled \(mirror/registry\.k8s\.io/cluster-api/capd-manager:v1\.14\.2 is stale \(its e2e\.capd\.x-k8s\.io/inputs-hash is 0123456789ab, the plan's [0-9a-f]{12}\)\): building$`,
+		`(?m)^\[\d+/59\] haproxy: not pulled \(pull image "kindest/haproxy:v20230606-42a2262b": manifest unknown: not found\): building$`,
+		`(?m)^images: \d+ built, 4 pulled, 0 up to date, \d+ not needed, 0 failed or skipped, in \S+$`,
+		`(?m)^\[\d+/59\] cert-manager-substitute: published as mirror/capd-e2e/cert-manager-substitute:v1\.21\.2$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out.String()) {
 			t.Errorf("progress lacks %s:\n%s", re, out.String())

@@ -26,7 +26,7 @@ func loadRepoConfig(t *testing.T) *Config {
 func TestLoadRepoConfig(t *testing.T) {
 	c := loadRepoConfig(t)
 
-	if got, want := c.Build.KubernetesVersions(), []string{"v1.36.3", "v1.37.2", "v1.35.4"}; strings.Join(got, ",") != strings.Join(want, ",") {
+	if got, want := c.Build.KubernetesVersions(), []string{"v1.36.3", "v1.37.2", "v1.35.4", "v1.34.4"}; strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("KubernetesVersions() = %v, want %v", got, want)
 	}
 	checks := map[string][2]string{
@@ -330,7 +330,7 @@ func TestKubernetesVersion(t *testing.T) {
 		t.Error("KubernetesVersion returned a copy")
 	}
 	_, err := c.Build.KubernetesVersion("v1.35.0")
-	if err == nil || !strings.Contains(err.Error(), `no entry for version "v1.35.0" (have v1.36.3, v1.37.2, v1.35.4)`) {
+	if err == nil || !strings.Contains(err.Error(), `no entry for version "v1.35.0" (have v1.36.3, v1.37.2, v1.35.4, v1.34.4)`) {
 		t.Errorf("KubernetesVersion(v1.35.0) = %v", err)
 	}
 }

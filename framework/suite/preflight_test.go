@@ -76,7 +76,7 @@ func TestBadInputStopsBeforeAnythingIsCreated(t *testing.T) {
 		{name: "KUBERNETES_VERSION empty in the environment", env: map[string]string{"KUBERNETES_VERSION": ""}, specs: quickStart,
 			want: []string{"variables.KUBERNETES_VERSION: required by spec quick-start, set neither in"}},
 		{name: "KUBERNETES_VERSION without a node image", env: map[string]string{"KUBERNETES_VERSION": "v1.35.0"}, specs: quickStart,
-			want: []string{`variables.KUBERNETES_VERSION (environment): Invalid value: "v1.35.0" has no build.kubernetes entry (have v1.36.3, v1.37.2, v1.35.4): no node image would exist for it, and CAPD would try to pull one`}},
+			want: []string{`variables.KUBERNETES_VERSION (environment): Invalid value: "v1.35.0" has no build.kubernetes entry (have v1.36.3, v1.37.2, v1.35.4, v1.34.4): no node image would exist for it, and CAPD would try to pull one`}},
 		{name: "KUBERNETES_VERSION_MANAGEMENT missing", harness: replace(`  KUBERNETES_VERSION_MANAGEMENT: "v1.37.2"`+"\n", ""), specs: quickStart,
 			want: []string{"variables.KUBERNETES_VERSION_MANAGEMENT: required by the management cluster"}},
 		{name: "one-value interval is fine, a bad one is not", harness: replace(`default/wait-cluster: ["5m", "10s"]`, `default/wait-cluster: ["soon"]`), specs: quickStart,
