@@ -86,7 +86,9 @@ type RunInput struct {
 	// DefaultNetwork, where CAPD puts the cluster's load balancer.
 	Network string
 	// ArtifactsDir receives the output (LogFile), e2e.test's JUnit and
-	// e2e-output/, and the kubeconfig under config/. Required; created.
+	// e2e-output/. Required; created. The kubeconfig is not put there
+	// (upstream's runner writes it to config/): it holds the cluster's
+	// admin key, and a CI system publishes the artifacts.
 	ArtifactsDir string
 	// ClusterName names the report (e2e.test's report prefix
 	// "kubetest.<ClusterName>.") and the container. Required.
@@ -198,12 +200,18 @@ func Run(ctx context.Context, in RunInput) (_ Result, err error) {
 	}
 	// Upstream's layout; e2e.test writes into e2e-output but does not
 	// create it.
-	for _, d := range []string{"config", "e2e-output"} {
-		if err := os.MkdirAll(filepath.Join(abs, d), 0o755); err != nil {
-			return Result{}, fmt.Errorf("conformance: %w", err)
-		}
+	if err := os.MkdirAll(filepath.Join(abs, "e2e-output"), 0o755); err != nil {
+		return Result{}, fmt.Errorf("conformance: %w", err)
 	}
-	kubeconfig := filepath.Join(abs, "config", "kubeconfig")
+	// The kubeconfig, with the cluster's admin key, goes to a private
+	// folder outside the artifacts, mounted read-only, and is removed
+	// when the run ends (after the container: defers run last first).
+	private, err := os.MkdirTemp("", "capd-e2e-conformance-")
+	if err != nil {
+		return Result{}, fmt.Errorf("conformance: %w", err)
+	}
+	defer os.RemoveAll(private)
+	kubeconfig := filepath.Join(private, "kubeconfig")
 	if err := os.WriteFile(kubeconfig, in.Kubeconfig, 0o600); err != nil {
 		return Result{}, fmt.Errorf("conformance: %w", err)
 	}

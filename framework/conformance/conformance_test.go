@@ -33,6 +33,9 @@ type engine struct {
 	spec    runtime.ContainerSpec
 	started bool
 	removed []string
+	// kubeconfig is what the container's kubeconfig mount held when it
+	// started.
+	kubeconfig []byte
 }
 
 var _ Engine = (*engine)(nil)
@@ -48,6 +51,10 @@ func (e *engine) RunContainer(_ context.Context, spec runtime.ContainerSpec) (st
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.spec, e.started = spec, true
+	if len(spec.Binds) > 0 {
+		host, _, _ := strings.Cut(spec.Binds[0], ":")
+		e.kubeconfig, _ = os.ReadFile(host)
+	}
 	if e.junit != "" {
 		host, _, _ := strings.Cut(spec.Binds[1], ":")
 		prefix := ""
@@ -231,8 +238,17 @@ func TestRunNamesTheFailedTests(t *testing.T) {
 	if log, _ := os.ReadFile(res.Log); !strings.HasPrefix(string(log), e.output) {
 		t.Errorf("log = %q, want the output first", log)
 	}
-	if kc, _ := os.ReadFile(filepath.Join(in.ArtifactsDir, "config", "kubeconfig")); string(kc) != string(in.Kubeconfig) {
-		t.Errorf("kubeconfig not written: %q", kc)
+	// The container got the kubeconfig; the artifacts never hold it (its
+	// admin key would be published), and its private copy is gone.
+	if string(e.kubeconfig) != string(in.Kubeconfig) {
+		t.Errorf("the container's kubeconfig = %q, want the input's", e.kubeconfig)
+	}
+	mounted, _, _ := strings.Cut(e.spec.Binds[0], ":")
+	if _, err := os.Stat(mounted); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the mounted kubeconfig %s is left after the run: %v", mounted, err)
+	}
+	if _, err := os.Stat(filepath.Join(in.ArtifactsDir, "config")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the artifacts have a config folder: %v", err)
 	}
 	if fi, err := os.Stat(filepath.Join(in.ArtifactsDir, "e2e-output")); err != nil || !fi.IsDir() {
 		t.Errorf("e2e-output not created: %v", err)
@@ -241,7 +257,10 @@ func TestRunNamesTheFailedTests(t *testing.T) {
 		t.Errorf("container %q, removed %v", e.spec.Name, e.removed)
 	}
 	abs, _ := filepath.Abs(in.ArtifactsDir)
-	wantBinds := []string{abs + "/config/kubeconfig:/tmp/kubeconfig:ro", abs + ":/output"}
+	wantBinds := []string{mounted + ":/tmp/kubeconfig:ro", abs + ":/output"}
+	if strings.HasPrefix(mounted, abs) {
+		t.Errorf("the kubeconfig is mounted from %s, inside the artifacts %s", mounted, abs)
+	}
 	if e.spec.Network != "kind" || e.spec.Labels["e2e.capd.x-k8s.io/cluster"] != "c1" || !slices.Equal(e.spec.Entrypoint, []string{"/usr/local/bin/ginkgo"}) ||
 		!slices.Equal(e.spec.Binds, wantBinds) || e.spec.Privileged || !slices.Equal(e.spec.Cmd, in.args()) {
 		t.Errorf("container spec = %+v", e.spec)
