@@ -64,17 +64,10 @@ func CheckDualStack(engine Engine, primary corev1.IPFamily) func(framework.Clust
 		c := wl.GetClient()
 		both := []corev1.IPFamily{primary, otherFamily(primary)}
 
-		nodes := &corev1.NodeList{}
-		Expect(c.List(ctx, nodes)).To(Succeed(), "list the Nodes of %s", cluster)
-		Expect(nodes.Items).ToNot(BeEmpty(), "cluster %s has no Node", cluster)
-		for _, n := range nodes.Items {
+		nodes := listNodes(ctx, c, cluster)
+		for _, n := range nodes {
 			Expect(families(n.Spec.PodCIDRs)).To(Equal(both), "Node %s: the families of its Pod ranges %v", n.Name, n.Spec.PodCIDRs)
-			var internal []string
-			for _, a := range n.Status.Addresses {
-				if a.Type == corev1.NodeInternalIP {
-					internal = append(internal, a.Address)
-				}
-			}
+			internal := internalIPs(n)
 			Expect(families(internal)).To(ContainElements(both), "Node %s: the families of its InternalIPs %v", n.Name, internal)
 		}
 
@@ -84,31 +77,66 @@ func CheckDualStack(engine Engine, primary corev1.IPFamily) func(framework.Clust
 
 		// CoreDNS's health endpoint, behind a Service that requires both
 		// families.
-		svc := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, GenerateName: "capd-e2e-dualstack-"},
-			Spec: corev1.ServiceSpec{
-				IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicyRequireDualStack),
-				Selector:       map[string]string{"k8s-app": "kube-dns"},
-				Ports:          []corev1.ServicePort{{Name: "health", Port: 80, TargetPort: intstr.FromInt32(coreDNSHealthPort)}},
-			},
-		}
-		Expect(c.Create(ctx, svc)).To(Succeed(), "create a Service that requires dual-stack, in front of CoreDNS")
-		defer func() {
-			Expect(client.IgnoreNotFound(c.Delete(ctx, svc))).To(Succeed(), "delete Service %s", svc.Name)
-		}()
+		svc, deleteSvc := createCoreDNSHealthService(ctx, c, "capd-e2e-dualstack-", ptr.To(corev1.IPFamilyPolicyRequireDualStack))
+		defer deleteSvc()
 		Expect(families(svc.Spec.ClusterIPs)).To(Equal(both), "Service %s (RequireDualStack): ClusterIPs %v", svc.Name, svc.Spec.ClusterIPs)
 
-		targets := coreDNSTargets(ctx, c, both)
-		for _, ip := range svc.Spec.ClusterIPs {
-			targets = append(targets, net.JoinHostPort(ip, "80"))
-		}
+		targets := append(coreDNSTargets(ctx, c, both), clusterIPTargets(svc)...)
 
 		// Traffic of both families, from every node: to each CoreDNS Pod
 		// (on this node or another: the CNI's routes) and to each of the
 		// Service's ClusterIPs (kube-proxy's rules of both families).
-		checkReachable(ctx, engine, nodes.Items, targets)
-		By(fmt.Sprintf("%d Nodes each reached %d addresses of both families: %s", len(nodes.Items), len(targets), strings.Join(targets, ", ")))
+		checkReachable(ctx, engine, nodes, targets)
+		By(fmt.Sprintf("%d Nodes each reached %d addresses of both families: %s", len(nodes), len(targets), strings.Join(targets, ", ")))
 	}
+}
+
+// listNodes returns the cluster's Nodes, of which there must be one at
+// least.
+func listNodes(ctx context.Context, c client.Client, cluster string) []corev1.Node {
+	nodes := &corev1.NodeList{}
+	Expect(c.List(ctx, nodes)).To(Succeed(), "list the Nodes of %s", cluster)
+	Expect(nodes.Items).ToNot(BeEmpty(), "cluster %s has no Node", cluster)
+	return nodes.Items
+}
+
+// internalIPs returns the Node's InternalIP addresses, in order.
+func internalIPs(n corev1.Node) []string {
+	var out []string
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			out = append(out, a.Address)
+		}
+	}
+	return out
+}
+
+// createCoreDNSHealthService creates a Service in front of CoreDNS's
+// health endpoint (port 80), of the IP family policy given (nil: the
+// cluster's default), and returns it with the function that deletes it.
+func createCoreDNSHealthService(ctx context.Context, c client.Client, generateName string, policy *corev1.IPFamilyPolicy) (*corev1.Service, func()) {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, GenerateName: generateName},
+		Spec: corev1.ServiceSpec{
+			IPFamilyPolicy: policy,
+			Selector:       map[string]string{"k8s-app": "kube-dns"},
+			Ports:          []corev1.ServicePort{{Name: "health", Port: 80, TargetPort: intstr.FromInt32(coreDNSHealthPort)}},
+		},
+	}
+	Expect(c.Create(ctx, svc)).To(Succeed(), "create a Service %s… in front of CoreDNS", generateName)
+	return svc, func() {
+		Expect(client.IgnoreNotFound(c.Delete(ctx, svc))).To(Succeed(), "delete Service %s", svc.Name)
+	}
+}
+
+// clusterIPTargets returns the address of the health endpoint behind each
+// ClusterIP of svc (createCoreDNSHealthService's).
+func clusterIPTargets(svc *corev1.Service) []string {
+	var out []string
+	for _, ip := range svc.Spec.ClusterIPs {
+		out = append(out, net.JoinHostPort(ip, "80"))
+	}
+	return out
 }
 
 // coreDNSTargets waits until every CoreDNS Pod has Pod IPs of exactly the

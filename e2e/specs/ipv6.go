@@ -3,7 +3,6 @@ package specs
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -125,17 +123,10 @@ func CheckIPv6Only(engine Engine) func(framework.ClusterProxy, string, string) {
 		defer wl.Dispose(ctx)
 		c := wl.GetClient()
 
-		nodes := &corev1.NodeList{}
-		Expect(c.List(ctx, nodes)).To(Succeed(), "list the Nodes of %s", cluster)
-		Expect(nodes.Items).ToNot(BeEmpty(), "cluster %s has no Node", cluster)
-		for _, n := range nodes.Items {
+		nodes := listNodes(ctx, c, cluster)
+		for _, n := range nodes {
 			Expect(families(n.Spec.PodCIDRs)).To(Equal(ipv6), "Node %s: the families of its Pod ranges %v", n.Name, n.Spec.PodCIDRs)
-			var internal []string
-			for _, a := range n.Status.Addresses {
-				if a.Type == corev1.NodeInternalIP {
-					internal = append(internal, a.Address)
-				}
-			}
+			internal := internalIPs(n)
 			Expect(internal).ToNot(BeEmpty(), "Node %s has no InternalIP", n.Name)
 			Expect(families(internal)).To(HaveEach(corev1.IPv6Protocol), "Node %s: the families of its InternalIPs %v", n.Name, internal)
 		}
@@ -144,25 +135,13 @@ func CheckIPv6Only(engine Engine) func(framework.ClusterProxy, string, string) {
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "kubernetes"}, kubernetes)).To(Succeed())
 		Expect(families(kubernetes.Spec.ClusterIPs)).To(Equal(ipv6), "Service default/kubernetes: ClusterIPs %v", kubernetes.Spec.ClusterIPs)
 
-		svc := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, GenerateName: "capd-e2e-ipv6-"},
-			Spec: corev1.ServiceSpec{
-				Selector: map[string]string{"k8s-app": "kube-dns"},
-				Ports:    []corev1.ServicePort{{Name: "health", Port: 80, TargetPort: intstr.FromInt32(coreDNSHealthPort)}},
-			},
-		}
-		Expect(c.Create(ctx, svc)).To(Succeed(), "create a Service in front of CoreDNS")
-		defer func() {
-			Expect(client.IgnoreNotFound(c.Delete(ctx, svc))).To(Succeed(), "delete Service %s", svc.Name)
-		}()
+		svc, deleteSvc := createCoreDNSHealthService(ctx, c, "capd-e2e-ipv6-", nil)
+		defer deleteSvc()
 		Expect(families(svc.Spec.ClusterIPs)).To(Equal(ipv6), "Service %s: ClusterIPs %v", svc.Name, svc.Spec.ClusterIPs)
 
-		targets := coreDNSTargets(ctx, c, ipv6)
-		for _, ip := range svc.Spec.ClusterIPs {
-			targets = append(targets, net.JoinHostPort(ip, "80"))
-		}
-		checkReachable(ctx, engine, nodes.Items, targets)
+		targets := append(coreDNSTargets(ctx, c, ipv6), clusterIPTargets(svc)...)
+		checkReachable(ctx, engine, nodes, targets)
 		By(fmt.Sprintf("%s: API endpoint [%s]:%d; %d Nodes each reached %d IPv6 addresses: %s", cluster,
-			cl.Spec.ControlPlaneEndpoint.Host, cl.Spec.ControlPlaneEndpoint.Port, len(nodes.Items), len(targets), strings.Join(targets, ", ")))
+			cl.Spec.ControlPlaneEndpoint.Host, cl.Spec.ControlPlaneEndpoint.Port, len(nodes), len(targets), strings.Join(targets, ", ")))
 	}
 }

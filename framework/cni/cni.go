@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 
 	"golang.org/x/mod/module"
 
@@ -118,20 +117,8 @@ func RewriteKubeRouterManifest(manifest []byte, image string) ([]byte, error) {
 // template, the manifest embedded in it. It is an error when the
 // manifest has no --run-router=true argument or already sets a family.
 func EnableDualStack(manifest []byte) ([]byte, error) {
-	for _, flag := range []string{"--enable-ipv6", "--enable-ipv4", "--service-cluster-ip-range"} {
-		if bytes.Contains(manifest, []byte(flag)) {
-			return nil, fmt.Errorf("kube-router dual-stack manifest: the manifest already sets %s", flag)
-		}
-	}
-	if !runRouterArg.Match(manifest) {
-		return nil, fmt.Errorf("kube-router dual-stack manifest: no --run-router=true argument to add the IPv6 flags after")
-	}
-	args := []string{"--enable-ipv6=true", "--service-cluster-ip-range=${" + VarServiceCIDRs + "}", "--service-cluster-ip-range=${" + VarServiceIPv6CIDRs + "}"}
-	repl := "${1}${2}"
-	for _, a := range args {
-		repl += "\n${1}\"" + strings.ReplaceAll(a, "$", "$$") + "\""
-	}
-	return runRouterArg.ReplaceAll(manifest, []byte(repl)), nil
+	return addRouterArgs(manifest, "dual-stack", familyFlags,
+		"--enable-ipv6=true", "--service-cluster-ip-range=${"+VarServiceCIDRs+"}", "--service-cluster-ip-range=${"+VarServiceIPv6CIDRs+"}")
 }
 
 // The template variables of the Service ranges EnableDualStack passes to
@@ -154,29 +141,26 @@ func escapeDollar(s string) []byte { return bytes.ReplaceAll([]byte(s), []byte("
 // WriteKubeRouterManifest renders KubeRouterManifest for cfg and writes it
 // to path.
 func WriteKubeRouterManifest(ctx context.Context, cfg *config.Config, path string) error {
-	out, err := KubeRouterManifest(ctx, cfg.Build.KubeRouter)
-	if err != nil {
-		return err
-	}
-	return writeManifest(path, out)
+	return writeManifest(ctx, cfg, path, nil)
 }
 
 // WriteKubeRouterDualStackManifest renders KubeRouterManifest for cfg,
 // dual-stack (EnableDualStack), and writes it to path: the CNI of the
 // dual-stack flavors.
 func WriteKubeRouterDualStackManifest(ctx context.Context, cfg *config.Config, path string) error {
+	return writeManifest(ctx, cfg, path, EnableDualStack)
+}
+
+// writeManifest renders KubeRouterManifest for cfg, passes it through
+// edit unless nil, and writes it to path, creating its folder.
+func writeManifest(ctx context.Context, cfg *config.Config, path string, edit func([]byte) ([]byte, error)) error {
 	out, err := KubeRouterManifest(ctx, cfg.Build.KubeRouter)
-	if err == nil {
-		out, err = EnableDualStack(out)
+	if err == nil && edit != nil {
+		out, err = edit(out)
 	}
 	if err != nil {
 		return err
 	}
-	return writeManifest(path, out)
-}
-
-// writeManifest writes a rendered manifest to path, creating its folder.
-func writeManifest(path string, out []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/capd-e2e/capd-e2e/framework/config"
@@ -21,21 +22,27 @@ import (
 // is an error when the manifest has no --run-router=true argument or
 // already sets a family, a router id or a Service range.
 func EnableIPv6Only(manifest []byte) ([]byte, error) {
-	return addRouterArgs(manifest, "IPv6-only",
+	return addRouterArgs(manifest, "IPv6-only", append(slices.Clone(familyFlags), "--router-id"),
 		"--enable-ipv4=false", "--enable-ipv6=true", "--router-id=generate",
 		"--service-cluster-ip-range=${"+VarServiceIPv6CIDRs+"}")
 }
 
+// familyFlags are kube-router's flags of the IP families it serves, which
+// a manifest must not set already for EnableDualStack or EnableIPv6Only to
+// set them.
+var familyFlags = []string{"--enable-ipv6", "--enable-ipv4", "--service-cluster-ip-range"}
+
 // addRouterArgs adds args after the manifest's --run-router=true
-// argument; what names the manifest in errors.
-func addRouterArgs(manifest []byte, what string, args ...string) ([]byte, error) {
-	for _, flag := range []string{"--enable-ipv6", "--enable-ipv4", "--service-cluster-ip-range", "--router-id"} {
+// argument, refusing a manifest that already sets one of refused; what
+// names the manifest in errors.
+func addRouterArgs(manifest []byte, what string, refused []string, args ...string) ([]byte, error) {
+	for _, flag := range refused {
 		if bytes.Contains(manifest, []byte(flag)) {
 			return nil, fmt.Errorf("kube-router %s manifest: the manifest already sets %s", what, flag)
 		}
 	}
 	if !runRouterArg.Match(manifest) {
-		return nil, fmt.Errorf("kube-router %s manifest: no --run-router=true argument to add the family flags after", what)
+		return nil, fmt.Errorf("kube-router %s manifest: no --run-router=true argument to add the IPv6 flags after", what)
 	}
 	repl := "${1}${2}"
 	for _, a := range args {
@@ -48,14 +55,7 @@ func addRouterArgs(manifest []byte, what string, args ...string) ([]byte, error)
 // IPv6-only (EnableIPv6Only), and writes it to path: the CNI of the ipv6
 // flavor.
 func WriteKubeRouterIPv6Manifest(ctx context.Context, cfg *config.Config, path string) error {
-	out, err := KubeRouterManifest(ctx, cfg.Build.KubeRouter)
-	if err == nil {
-		out, err = EnableIPv6Only(out)
-	}
-	if err != nil {
-		return err
-	}
-	return writeManifest(path, out)
+	return writeManifest(ctx, cfg, path, EnableIPv6Only)
 }
 
 // DualStackManifest is KubeRouterManifest, dual-stack (EnableDualStack),
